@@ -1,0 +1,45 @@
+"""The ``gpu-fabric`` command line: ``render``, ``lint``, ``check`` and ``efa-info``.
+
+Each sub-command lives in its own module, which exposes ``register(subparsers)``; the module is
+imported only when the command line is parsed, so ``import gpu_fabric`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+# Sub-command modules, in the order ``--help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "gpu_fabric.cli.render",
+    "gpu_fabric.cli.lint",
+)
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every sub-command registered."""
+    parser = argparse.ArgumentParser(
+        prog="gpu-fabric",
+        description="Render, lint and check GPU fabrics (EFA/RDMA, Kueue, GPUStack, Mooncake) offline.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gpu-fabric`` console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through the console script
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""``python -m gpu_fabric.cli`` runs the same command line as the console script."""
+
+import sys
+
+from gpu_fabric.cli import main
+
+sys.exit(main())
