@@ -1,0 +1,113 @@
+"""``gpu-fabric efa-info TYPE...``: EFA facts and the planned interface layout per instance type.
+
+Asks EC2 (boto3: region, profile and ``AWS_ENDPOINT_URL`` honoured) and falls back to the bundled
+table, saying so, when no credentials, region or endpoint are available; ``--offline`` skips EC2.
+Exit codes: 0 answered, 2 unknown instance type or AWS error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Mapping, TextIO
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``efa-info`` sub-command."""
+    parser = subparsers.add_parser(
+        "efa-info",
+        help="show EFA facts and the planned network interface layout of instance types",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument("types", nargs="+", metavar="TYPE", help="EC2 instance type, e.g. p5.48xlarge")
+    parser.add_argument("--region", default=None, help="AWS region (default: boto3's resolution)")
+    parser.add_argument("--profile", default=None, help="AWS profile (default: boto3's resolution)")
+    parser.add_argument("--offline", action="store_true", help="use the bundled table without asking EC2")
+    parser.set_defaults(func=run)
+
+
+def _gpu_summary(facts: Any) -> str:
+    if not facts.gpus:
+        return "none"
+    return ", ".join(f"{gpu.count} x {gpu.manufacturer} {gpu.name}".strip() for gpu in facts.gpus)
+
+
+def _print_type(item: Mapping[str, Any], out: TextIO) -> None:
+    from gpu_fabric.catalog import InstanceFacts
+    from gpu_fabric.efa import plan_interfaces
+
+    facts = InstanceFacts.from_item(item)
+    efa_cards = [card.index for card in facts.network_cards if card.supports_efa]
+    rows = [
+        ("EFA supported", "yes" if facts.efa_supported else "no"),
+        ("EFA interfaces", str(facts.max_efa_interfaces)),
+        ("Network cards", f"{facts.max_network_cards} (EFA-capable: {_index_ranges(efa_cards) or 'none'})"),
+        ("Interfaces per card", _index_ranges_by_value({c.index: c.max_interfaces for c in facts.network_cards})),
+        ("GPUs", _gpu_summary(facts)),
+        ("vCPUs", str(facts.vcpus)),
+        ("Memory", f"{facts.memory_mib / 1024:g} GiB"),
+    ]
+    width = max(len(label) for label, _ in rows)
+    print(facts.name, file=out)
+    for label, value in rows:
+        print(f"  {label:<{width}}  {value}", file=out)
+    if not facts.efa_supported:
+        print("", file=out)
+        return
+    plan = plan_interfaces(item)
+    print("  Planned layout (recommended):", file=out)
+    print(f"    {'card':>4}  {'device':>6}  type", file=out)
+    for interface in plan:
+        print(f"    {interface.network_card_index:>4}  {interface.device_index:>6}  {interface.interface_type}", file=out)
+    print("", file=out)
+
+
+def _index_ranges(indices: list[int]) -> str:
+    """``[1, 2, 3, 5]`` -> ``"1-3, 5"``."""
+    ranges: list[str] = []
+    for index in sorted(indices):
+        if ranges and index == int(ranges[-1].split("-")[-1]) + 1:
+            ranges[-1] = f"{ranges[-1].split('-')[0]}-{index}"
+        else:
+            ranges.append(str(index))
+    return ", ".join(ranges)
+
+
+def _index_ranges_by_value(values: Mapping[int, int]) -> str:
+    """``{0: 2, 1: 2}`` -> ``"2 (cards 0-1)"``; several values are listed one group each."""
+    groups: dict[int, list[int]] = {}
+    for index, value in sorted(values.items()):
+        groups.setdefault(value, []).append(index)
+    return "; ".join(
+        f"{value} (card{'s' if len(indices) > 1 else ''} {_index_ranges(indices)})" for value, indices in groups.items()
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print one table per instance type; returns the exit code."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from gpu_fabric.catalog import UnknownInstanceTypeError, describe_with_fallback
+
+    try:
+        items, source = describe_with_fallback(
+            args.types, region=args.region, profile=args.profile, offline=args.offline
+        )
+    except UnknownInstanceTypeError as error:
+        print(f"gpu-fabric efa-info: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except (BotoCoreError, ClientError) as error:
+        print(f"gpu-fabric efa-info: EC2 DescribeInstanceTypes failed: {error} (use --offline for the bundled table)", file=sys.stderr)
+        return EXIT_USAGE
+
+    if source.is_fallback:
+        print(f"Using the bundled instance table: {source.detail}")
+    else:
+        print(f"Source: EC2 DescribeInstanceTypes ({source.detail or 'default region'})")
+    print("")
+    for name in dict.fromkeys(args.types):
+        _print_type(items[name], sys.stdout)
+    return EXIT_OK

@@ -1,0 +1,66 @@
+"""``gpu-fabric lint FILE...``: the operator's transfer-path admission over manifests you already have."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from gpu_fabric.transfer import TransferReport, analyze, is_gpustack_object
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``lint`` sub-command."""
+    parser = subparsers.add_parser(
+        "lint", help="decide ModelDeployment / KV-cache transfer paths as the GPUStack operator's admission does")
+    parser.add_argument("files", nargs="+", type=Path, help="YAML manifests (multi-document files welcome)")
+    parser.set_defaults(func=run)
+
+
+def read_manifests(paths: list[Path]) -> list[dict[str, Any]]:
+    """Every mapping document of every file; ``List`` objects are unpacked."""
+    manifests: list[dict[str, Any]] = []
+    for path in paths:
+        for document in yaml.safe_load_all(path.read_text()):
+            if isinstance(document, dict) and document.get("kind", "").endswith("List") and "items" in document:
+                manifests.extend(item for item in document["items"] if isinstance(item, dict))
+            elif isinstance(document, dict):
+                manifests.append(document)
+    return manifests
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print findings and grants; exit 1 when the operator would refuse anything."""
+    try:
+        manifests = read_manifests(args.files)
+    except OSError as error:
+        print(f"gpu-fabric lint: cannot read {error.filename}: {error.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    except yaml.YAMLError as error:
+        print(f"gpu-fabric lint: not valid YAML: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    read = sum(1 for m in manifests if is_gpustack_object(m))
+    report = analyze(manifests)
+    print(format_report(report, read, len(manifests) - read))
+    return EXIT_FINDINGS if report.errors else EXIT_OK
+
+
+def format_report(report: TransferReport, read: int, skipped: int) -> str:
+    """Findings first, then the resource keys each role and member group will receive."""
+    lines = [f"read {read} GPUStack objects ({skipped} other objects passed over)"]
+    for finding in report.findings:
+        lines.append(f"{finding.severity.upper()} {finding.object_ref} {finding.path}: {finding.message}")
+    for grant in report.role_grants:
+        keys = ", ".join(f"{key}: {value}" for key, value in grant.resources.items())
+        lines.append(f"grant ModelDeployment {grant.namespace}/{grant.deployment} role {grant.role} "
+                     f"({grant.fabric}, {grant.interfaces} interfaces): {keys}")
+    for member in report.member_grants:
+        keys = ", ".join(f"{key}: {value}" for key, value in member.resources.items()) or "no fabric devices"
+        lines.append(f"grant KVCacheBackend {member.backend} members[{member.group_index}] ({member.protocol}): {keys}")
+    errors, warnings = len(report.errors), len(report.warnings)
+    lines.append(f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}")
+    return "\n".join(lines)

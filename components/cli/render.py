@@ -1,0 +1,113 @@
+"""``gpu-fabric render --stack NAME [--out DIR]``: the stack's objects, offline and byte-stable."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpu_fabric.cli import EXIT_OK, EXIT_USAGE
+
+MANIFEST_DIR = "k8s"
+RESOURCES_FILE = "resources.json"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``render`` sub-command."""
+    parser = subparsers.add_parser("render", help="render a stack offline under Pulumi's mock runtime")
+    parser.add_argument("--stack", required=True, help="stack name (stacks/Pulumi.NAME.yaml)")
+    parser.add_argument("--out", type=Path, help="output folder (default out/NAME)")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Render, write, print the summary; exit 2 on a bad configuration."""
+    result = render_or_report(args.stack, args.project)
+    if result is None:
+        return EXIT_USAGE
+    out = args.out or Path("out") / args.stack
+    write_render(result, out)
+    print(summary(result, out))
+    return EXIT_OK
+
+
+def render_or_report(stack: str, project: Path):
+    """Render ``stack``; on a configuration problem print it (no traceback) and return ``None``."""
+    from gpu_fabric.render import StackNotFoundError, render_stack
+    from gpu_fabric.spec.base import ConfigError
+
+    try:
+        return render_stack(stack, project)
+    except ConfigError as error:
+        print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
+    except StackNotFoundError as error:
+        print(f"gpu-fabric: {error}", file=sys.stderr)
+    except yaml.YAMLError as error:
+        print(f"gpu-fabric: stack {stack}: the stack file is not valid YAML: {error}", file=sys.stderr)
+    return None
+
+
+def manifest_text(manifest: dict[str, Any]) -> str:
+    """YAML of one manifest: ``apiVersion``, ``kind``, ``metadata``, ``spec`` first, then sorted keys."""
+    head = ("apiVersion", "kind", "metadata", "spec")
+    ordered = {key: manifest[key] for key in head if key in manifest}
+    ordered.update({key: manifest[key] for key in sorted(manifest) if key not in head})
+    return yaml.safe_dump(_sorted(ordered, top=True), sort_keys=False, default_flow_style=False, width=120)
+
+
+def _sorted(value: Any, top: bool = False) -> Any:
+    if isinstance(value, dict):
+        keys = list(value) if top else sorted(value)
+        return {key: _sorted(value[key]) for key in keys}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def manifest_path(manifest: dict[str, Any]) -> Path:
+    """``<namespace or _cluster>/<kind>-<name>.yaml`` (lowercase kind)."""
+    metadata = manifest.get("metadata") or {}
+    scope = metadata.get("namespace") or "_cluster"
+    return Path(scope) / f"{manifest['kind'].lower()}-{metadata.get('name', 'unnamed')}.yaml"
+
+
+def write_render(result, out: Path) -> None:
+    """Write every Kubernetes object and ``resources.json``; the previous render's files are replaced."""
+    manifests_root = out / MANIFEST_DIR
+    if manifests_root.exists():
+        shutil.rmtree(manifests_root)
+    manifests_root.mkdir(parents=True)
+    for resource in result.resources:
+        if resource.is_kubernetes_object:
+            path = manifests_root / manifest_path(resource.inputs)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(manifest_text(resource.inputs))
+    listing = [
+        {"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent, "custom": r.custom, "inputs": r.inputs}
+        for r in result.resources
+    ]
+    (out / RESOURCES_FILE).write_text(json.dumps(listing, indent=2, sort_keys=True) + "\n")
+
+
+def summary(result, out: Path) -> str:
+    """A short human summary: objects per kind, queue ownership, where files went."""
+    lines = [f"stack {result.stack}: {len(result.resources)} resources, {len(result.kubernetes_objects())} Kubernetes objects"]
+    for kind, count in result.kinds().items():
+        lines.append(f"  {kind:<22} {count}")
+    patches = sum(1 for r in result.resources if r.is_kubernetes_object and r.is_patch)
+    if patches:
+        lines.append(f"  ({patches} adopted with server-side apply: the GPUStack operator owns them too)")
+    owner = next((r.inputs.get("queueOwner") for r in result.resources if r.type == "gpu-fabric:index:GpuFabric"), None)
+    if owner == "gpustack":
+        lines.append("queues: owned by the GPUStack operator; Kueue does not meter fabric keys "
+                     "(set queueOwner: standalone to meter them)")
+    elif owner == "standalone":
+        lines.append("queues: owned by this stack; ClusterQueues meter accelerators and fabric keys")
+    lines.append(f"wrote {out / MANIFEST_DIR}/ and {out / RESOURCES_FILE}")
+    return "\n".join(lines)

@@ -1,0 +1,57 @@
+"""Kubernetes ``resource.Quantity`` parsing, enough to reason about counts and sizes.
+
+GPUStack declares ``roles[].resources.interface`` and ``accelerator`` as Quantities, so ``2``,
+``"2"`` and ``"2000m"`` all mean two. Counting rules (whole, positive) are decided by callers;
+this module only turns the text into an exact ``Decimal``.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+_BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL_SUFFIXES = {
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
+    "P": Decimal("1e15"), "E": Decimal("1e18"),
+}
+_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
+
+
+class QuantityError(ValueError):
+    """The text is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: object) -> Decimal:
+    """Return the exact value of a Kubernetes quantity given as ``int``, ``float`` or ``str``."""
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"{value!r} is not a quantity")
+    match = _QUANTITY.match(value.strip())
+    if not match:
+        raise QuantityError(f"{value!r} is not a quantity (examples: 2, \"2\", \"8Gi\", \"500m\")")
+    number, exponent, suffix = match.groups()
+    try:
+        base = Decimal(number)
+    except InvalidOperation as error:  # pragma: no cover - the regex admits only valid numbers
+        raise QuantityError(f"{value!r} is not a quantity") from error
+    if exponent:
+        return base * (Decimal(10) ** int(exponent[1:]))
+    if suffix in _BINARY_SUFFIXES:
+        return base * _BINARY_SUFFIXES[suffix]
+    return base * _DECIMAL_SUFFIXES[suffix or ""]
+
+
+def whole_count(value: object) -> int | None:
+    """Return ``value`` as an ``int`` when it is a whole-number quantity, else ``None``."""
+    try:
+        number = parse_quantity(value)
+    except QuantityError:
+        return None
+    return int(number) if number == number.to_integral_value() else None

@@ -1,0 +1,148 @@
+"""Run the stack program under Pulumi's own mock runtime and collect every registered resource.
+
+No engine, no providers, no cloud: ``pulumi.runtime.set_mocks`` stands in for the engine, a
+recording monitor keeps each registration (type, name, parent, inputs), and the mocks answer the
+few data-source calls a stack makes with offline values. ``gpu-fabric render`` writes the result;
+``gpu-fabric check`` feeds it to the policy pack.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import yaml
+
+STACK_PROGRAM = Path("stacks") / "__main__.py"
+PROJECT_NAME = "gpu-fabric"
+
+
+class StackNotFoundError(FileNotFoundError):
+    """The stack's ``Pulumi.<stack>.yaml`` does not exist."""
+
+
+@dataclass(frozen=True)
+class RenderedResource:
+    """One resource the program registered."""
+
+    type: str
+    name: str
+    parent: str
+    """URN of the parent resource ("" for the stack itself)."""
+    custom: bool
+    inputs: dict[str, Any]
+    urn: str
+
+    @property
+    def is_kubernetes_object(self) -> bool:
+        """True for pulumi-kubernetes resources that carry a full manifest."""
+        return self.type.startswith("kubernetes:") and "apiVersion" in self.inputs and "kind" in self.inputs
+
+    @property
+    def is_patch(self) -> bool:
+        """True for server-side-apply patches (objects adopted rather than owned)."""
+        return self.type.endswith("Patch")
+
+
+@dataclass
+class RenderResult:
+    """Everything one run of the program registered, in URN order."""
+
+    stack: str
+    resources: list[RenderedResource] = field(default_factory=list)
+
+    def kubernetes_objects(self) -> list[dict[str, Any]]:
+        """The manifests of every Kubernetes resource."""
+        return [r.inputs for r in self.resources if r.is_kubernetes_object]
+
+    def kinds(self) -> dict[str, int]:
+        """Number of Kubernetes objects per kind."""
+        counts: dict[str, int] = {}
+        for manifest in self.kubernetes_objects():
+            counts[manifest["kind"]] = counts.get(manifest["kind"], 0) + 1
+        return dict(sorted(counts.items()))
+
+
+def stack_config_path(project_dir: Path, stack: str) -> Path:
+    """``stacks/Pulumi.<stack>.yaml`` of a project."""
+    return project_dir / "stacks" / f"Pulumi.{stack}.yaml"
+
+
+def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
+    """The ``config:`` block of ``stacks/Pulumi.<stack>.yaml``, keyed ``namespace:key``."""
+    path = stack_config_path(project_dir, stack)
+    if not path.is_file():
+        available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
+        raise StackNotFoundError(f"no stack {stack!r}: {path} does not exist (stacks: {', '.join(available) or 'none'})")
+    document = yaml.safe_load(path.read_text()) or {}
+    return dict(document.get("config") or {})
+
+
+def _engine_encoding(value: Any) -> str:
+    # The engine hands a program every config value as a string, structured ones JSON-encoded.
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _plain(value: Any) -> Any:
+    """Undo the wire's number encoding (every number is a double) and drop unknowns."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def render_stack(
+    stack: str,
+    project_dir: Path | str = ".",
+    *,
+    config: Optional[dict[str, Any]] = None,
+    program: Optional[Callable[[], None]] = None,
+) -> RenderResult:
+    """Run the stack program under mocks; return what it registered.
+
+    ``config`` replaces the stack file's values (benchmarks and tests); ``program`` replaces
+    ``stacks/__main__.py``. Each call runs in a fresh context, so repeated renders in one process
+    do not see each other's resources or configuration.
+    """
+    project_dir = Path(project_dir)
+    values = config if config is not None else load_stack_config(project_dir, stack)
+    run = program or (lambda: runpy.run_path(str(project_dir / STACK_PROGRAM), run_name="__main__"))
+    return contextvars.Context().run(_render_in_fresh_context, stack, values, run)
+
+
+def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callable[[], Any]) -> RenderResult:
+    import pulumi
+    from pulumi.runtime import mocks as pulumi_mocks
+    from pulumi.runtime.config import set_all_config
+    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.sync_await import _sync_await
+
+    from gpu_fabric.render_mocks import OfflineMocks
+
+    registrations: dict[str, tuple[str, str]] = {}
+    recorded: list[tuple[str, str, dict[str, Any], bool]] = []
+    mocks = OfflineMocks(recorded)
+
+    class RecordingMonitor(pulumi_mocks.MockMonitor):
+        def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+            response = super().RegisterResource(request)
+            registrations[f"{request.type}::{request.name}"] = (response.urn, request.parent)
+            return response
+
+    set_all_config({key: _engine_encoding(value) for key, value in values.items()})
+    pulumi.runtime.set_mocks(mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=RecordingMonitor(mocks))
+    _sync_await(run_pulumi_func(program))
+
+    resources = []
+    for type_, name, inputs, custom in recorded:
+        urn, parent = registrations[f"{type_}::{name}"]
+        resources.append(RenderedResource(type_, name, parent, custom, _plain(inputs), urn))
+    resources.sort(key=lambda r: r.urn)
+    return RenderResult(stack, resources)

@@ -1,0 +1,91 @@
+"""``GpuFabric``: the whole fabric from one validated configuration -- the one stack."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, TypedDict
+
+import pulumi
+
+from gpu_fabric.builders.gpustack import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding
+from gpu_fabric.resources.kubernetes_objects import child_options
+from gpu_fabric.resources.kueue_pool import KueuePool
+from gpu_fabric.resources.kv_cache import KVCache
+from gpu_fabric.resources.model_deployment import ModelDeployment
+from gpu_fabric.spec.fabric import FabricConfig, config_keys, load_config
+
+
+class GpuFabricArgs(TypedDict, total=False):
+    """The stack configuration: the same camelCase keys as ``gpu-fabric:*`` in ``Pulumi.<stack>.yaml``."""
+
+    queueOwner: str
+    """``gpustack`` (default: the operator owns ClusterQueues) or ``standalone`` (this stack owns them)."""
+    gpustackApiVersion: str
+    """``v1`` (default) or ``v1alpha1``."""
+    namespaces: list[str]
+    """Tenant namespaces."""
+    pools: list[dict[str, Any]]
+    """Pools (ClusterQueues / InstanceTypes) and their nodes."""
+    kvCacheBackends: list[dict[str, Any]]
+    """Mooncake KVCacheBackends."""
+    kvCachePools: list[dict[str, Any]]
+    """KVCachePools."""
+    kvCachePoolBindings: list[dict[str, Any]]
+    """KVCachePoolBindings."""
+    modelDeployments: list[dict[str, Any]]
+    """ModelDeployments."""
+
+
+class GpuFabric(pulumi.ComponentResource):
+    """Composes every part of the fabric; validates the whole configuration before registering anything."""
+
+    local_queues: pulumi.Output[dict[str, dict[str, str]]]
+    """Pool name -> namespace -> entrance LocalQueue name (what workloads put in ``kueue.x-k8s.io/queue-name``)."""
+
+    def __init__(self, name: str, args: GpuFabricArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        config = load_config({key: args.get(key) for key in config_keys() if args.get(key) is not None})
+        super().__init__("gpu-fabric:index:GpuFabric", name, {"queueOwner": config.queue_owner}, opts)
+        self.config: FabricConfig = config
+        """The validated configuration this fabric was built from."""
+
+        pools = [
+            KueuePool(f"{name}-{pool.name}", {
+                "pool": pool.model_dump(by_alias=True, exclude_none=True),
+                "namespaces": list(config.namespaces),
+                "queueOwner": config.queue_owner,
+            }, child_options(self))
+            for pool in config.pools
+        ]
+        cache = self._kv_cache(name, config)
+        cache_objects = self._cache_manifests(config)
+        manufacturers = {pool.name: pool.resolved_manufacturer for pool in config.pools if pool.resolved_manufacturer}
+        for deployment in config.model_deployments:
+            ModelDeployment(f"{name}-{deployment.namespace}-{deployment.name}", {
+                "deployment": deployment.model_dump(by_alias=True, exclude_none=True),
+                "apiVersion": config.gpustack_api_version,
+                "cacheObjects": cache_objects,
+                "manufacturers": manufacturers,
+            }, child_options(self, [*pools, *([cache] if cache else [])]))
+
+        self.local_queues = pulumi.Output.all(*[p.local_queue_names for p in pools]).apply(
+            lambda names: {pool.name: queues for pool, queues in zip(config.pools, names)})
+        self.register_outputs({"localQueues": self.local_queues})
+
+    def _kv_cache(self, name: str, config: FabricConfig) -> Optional[KVCache]:
+        if not (config.kv_cache_backends or config.kv_cache_pools or config.kv_cache_pool_bindings):
+            return None
+        dump = lambda items: [item.model_dump(by_alias=True, exclude_none=True) for item in items]  # noqa: E731
+        return KVCache(f"{name}-kv-cache", {
+            "backends": dump(config.kv_cache_backends),
+            "pools": dump(config.kv_cache_pools),
+            "bindings": dump(config.kv_cache_pool_bindings),
+            "apiVersion": config.gpustack_api_version,
+        }, child_options(self))
+
+    @staticmethod
+    def _cache_manifests(config: FabricConfig) -> list[dict[str, Any]]:
+        version = config.gpustack_api_version
+        return [
+            *(kv_cache_backend(b, version) for b in config.kv_cache_backends),
+            *(kv_cache_pool(p, version) for p in config.kv_cache_pools),
+            *(kv_cache_pool_binding(b, version) for b in config.kv_cache_pool_bindings),
+        ]

@@ -1,0 +1,41 @@
+"""Register plain manifests as pulumi-kubernetes resources.
+
+Manifests stay exactly as the builders made them (camelCase keys), so the inputs the engine
+receives, and that policies read, are the manifests themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+
+def register_manifest(
+    resource_name: str,
+    manifest: Mapping[str, Any],
+    opts: Optional[pulumi.ResourceOptions] = None,
+    *,
+    patch: bool = False,
+) -> pulumi.CustomResource:
+    """Register ``manifest`` as a custom resource; ``patch`` uses server-side apply to adopt an existing object.
+
+    A patch creates the object when it is missing and merges our fields into it when another
+    writer (such as the GPUStack operator) created it first; destroying the stack only gives up
+    our fields instead of deleting the other writer's object.
+    """
+    resource_type = k8s.apiextensions.CustomResourcePatch if patch else k8s.apiextensions.CustomResource
+    return resource_type(
+        resource_name,
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=dict(manifest["metadata"]),
+        spec=manifest.get("spec"),
+        opts=opts,
+    )
+
+
+def child_options(parent: pulumi.Resource, depends_on: Optional[list[pulumi.Resource]] = None) -> pulumi.ResourceOptions:
+    """Options for a child: parented (so names, providers and protection flow down) and ordered."""
+    return pulumi.ResourceOptions(parent=parent, depends_on=depends_on or None)

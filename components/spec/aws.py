@@ -1,0 +1,193 @@
+"""Configuration model of one pool's EFA-enabled EKS managed node group (``aws:`` on a pool).
+
+The rules encoded here come from what EFA needs and what other tools got wrong
+(research/eks-efa-anchors.md): one explicit AZ and exactly one subnet (EFA does not cross subnets or
+AZs, and a derived AZ drifts), no auto-created placement group when the group targets a capacity
+reservation or a Capacity Block (eksctl#7949, terraform-aws-eks#3661), and no
+``kubernetes.io/cluster/*`` tag on the EFA security group (AWS Load Balancer Controller, eksctl#8475).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from gpu_fabric.spec.base import SpecModel
+
+AmiType = Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA"]
+CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
+PlacementMode = Literal["create", "existing", "none"]
+EfaLayout = Literal["recommended", "legacy"]
+TaintEffect = Literal["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]
+
+CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
+
+
+class PlacementGroupSpec(SpecModel):
+    """Where the nodes are placed: a new cluster placement group, an existing one, or none."""
+
+    mode: PlacementMode = "create"
+    """``create`` a cluster placement group, use an ``existing`` one by name, or ``none``."""
+    name: str | None = None
+    """Name of the existing placement group (``mode: existing`` only)."""
+
+    @model_validator(mode="after")
+    def _name_matches_mode(self) -> "PlacementGroupSpec":
+        if self.mode == "existing" and not self.name:
+            raise ValueError("name is required when mode is 'existing'")
+        if self.mode != "existing" and self.name:
+            raise ValueError(f"name is only used with mode 'existing' (mode is {self.mode!r})")
+        return self
+
+
+class ScalingSpec(SpecModel):
+    """Node count bounds; ``desiredSize`` is only the initial count (autoscalers own it afterwards)."""
+
+    min_size: int = Field(ge=0)
+    max_size: int = Field(ge=1)
+    desired_size: int | None = Field(default=None, ge=0)
+    """Defaults to ``minSize``."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "ScalingSpec":
+        desired = self.desired_size if self.desired_size is not None else self.min_size
+        if not self.min_size <= desired <= self.max_size:
+            raise ValueError(
+                f"scaling must satisfy minSize <= desiredSize <= maxSize (got {self.min_size} <= {desired} <= {self.max_size})"
+            )
+        return self
+
+    @property
+    def initial_size(self) -> int:
+        """The desired size at creation."""
+        return self.desired_size if self.desired_size is not None else self.min_size
+
+
+class RootVolumeSpec(SpecModel):
+    """The node's encrypted gp3 volume (Bottlerocket: the data volume that holds images)."""
+
+    size_gib: int = Field(default=200, ge=20, alias="sizeGiB")
+    kms_key_id: str | None = None
+    """KMS key for the volume; the account's default EBS key when absent."""
+
+
+class TaintSpec(SpecModel):
+    """A Kubernetes taint in EKS node-group spelling."""
+
+    key: str = Field(min_length=1)
+    value: str | None = None
+    effect: TaintEffect
+
+
+class AwsNodeGroupSpec(SpecModel):
+    """An EFA-enabled EKS managed node group in one AZ and one subnet of an existing cluster."""
+
+    cluster_name: str = Field(min_length=1)
+    """Name of the existing EKS cluster."""
+    vpc_id: str = Field(min_length=1)
+    """VPC of the cluster; the EFA security group is created in it."""
+    instance_types: list[str] = Field(min_length=1)
+    """EC2 instance types; all must support EFA and share one interface layout."""
+    availability_zone: str = Field(min_length=1)
+    """The one AZ of the group, explicit so it cannot drift and replace the group."""
+    subnet_id: str = Field(min_length=1)
+    """The one subnet of the group (EFA traffic does not cross subnets)."""
+    node_role_arn: str = Field(min_length=1)
+    """IAM role the nodes run as."""
+    ami_type: AmiType = "AL2023_x86_64_NVIDIA"
+    capacity_type: CapacityType = "ON_DEMAND"
+    capacity_reservation_id: str | None = None
+    """On-Demand Capacity Reservation or Capacity Block to launch into."""
+    placement_group: PlacementGroupSpec = Field(default_factory=PlacementGroupSpec)
+    """Default ``create``; ``none`` when a capacity reservation or Capacity Block is targeted."""
+    scaling: ScalingSpec
+    efa_layout: EfaLayout = "recommended"
+    efa_card_indices: list[int] | None = None
+    """Network cards that carry an EFA (default: as many as the type allows)."""
+    security_group_ids: list[str] = Field(default_factory=list)
+    """Extra security groups attached to every interface (for example the cluster security group)."""
+    root_volume: RootVolumeSpec = Field(default_factory=RootVolumeSpec)
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[TaintSpec] = Field(default_factory=list)
+    tags: dict[str, str] = Field(default_factory=dict)
+    release_version: str | None = None
+    kubernetes_version: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_subnet_lists_and_imply_placement(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for key in ("subnetIds", "subnet_ids", "subnets"):
+            if key in data:
+                raise ValueError(
+                    f"{key}: an EFA node group takes exactly one subnet as subnetId "
+                    "(EFA traffic does not cross subnets or AZs)"
+                )
+        has_placement = "placementGroup" in data or "placement_group" in data
+        targets_reservation = bool(data.get("capacityReservationId") or data.get("capacity_reservation_id"))
+        capacity_block = (data.get("capacityType") or data.get("capacity_type")) == "CAPACITY_BLOCK"
+        if not has_placement and (targets_reservation or capacity_block):
+            # A group of its own would keep reserved instances from launching (eksctl#7949).
+            data = {**data, "placementGroup": {"mode": "none"}}
+        return data
+
+    @field_validator("subnet_id", mode="before")
+    @classmethod
+    def _one_subnet(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            raise ValueError(
+                f"subnetId takes exactly one subnet, not a list of {len(value)} "
+                "(EFA traffic does not cross subnets or AZs)"
+            )
+        return value
+
+    @field_validator("instance_types")
+    @classmethod
+    def _distinct_types(cls, types: list[str]) -> list[str]:
+        if len(set(types)) != len(types):
+            raise ValueError("instanceTypes lists a type more than once")
+        return types
+
+    @field_validator("efa_card_indices")
+    @classmethod
+    def _card_indices(cls, indices: list[int] | None) -> list[int] | None:
+        if indices is None:
+            return None
+        if not indices or any(index < 0 for index in indices) or len(set(indices)) != len(indices):
+            raise ValueError("efaCardIndices must be a non-empty list of distinct non-negative card indices")
+        return sorted(indices)
+
+    @field_validator("tags")
+    @classmethod
+    def _no_cluster_tag(cls, tags: dict[str, str]) -> dict[str, str]:
+        cluster_tags = [key for key in tags if key.startswith(CLUSTER_TAG_PREFIX)]
+        if cluster_tags:
+            raise ValueError(
+                f"tags {cluster_tags} would mark the EFA security group as a cluster security group; the AWS "
+                "Load Balancer Controller then finds two tagged groups per interface"
+            )
+        return tags
+
+    @model_validator(mode="after")
+    def _capacity_rules(self) -> "AwsNodeGroupSpec":
+        reservation = self.capacity_reservation_id
+        if self.capacity_type == "CAPACITY_BLOCK" and not reservation:
+            raise ValueError("capacityReservationId is required when capacityType is CAPACITY_BLOCK (the block's id)")
+        if self.capacity_type == "SPOT" and reservation:
+            raise ValueError("capacityReservationId cannot be combined with capacityType SPOT")
+        mode = self.placement_group.mode
+        if reservation and mode == "create":
+            raise ValueError(
+                "placementGroup.mode: 'create' conflicts with capacityReservationId; a new placement group keeps "
+                "reserved instances from launching — use 'none' (or 'existing' for a reservation made in a group)"
+            )
+        if self.capacity_type == "CAPACITY_BLOCK" and mode != "none":
+            raise ValueError("placementGroup.mode must be 'none' for capacityType CAPACITY_BLOCK (AWS places the block)")
+        return self
+
+    @property
+    def ami_family(self) -> Literal["al2023", "bottlerocket"]:
+        """``bottlerocket`` or ``al2023``: decides user-data format and volume layout."""
+        return "bottlerocket" if self.ami_type.startswith("BOTTLEROCKET") else "al2023"

@@ -1,0 +1,158 @@
+"""The whole stack configuration (``gpu-fabric:*`` keys of ``Pulumi.<stack>.yaml``), validated once.
+
+:func:`load_config` is the only way a configuration becomes a :class:`FabricConfig`. It validates
+field types (pydantic), then cross-object rules (references, capacities), then the operator's
+transfer-path admission over the very manifests the stack would register. Every problem comes
+back at once, each with its configuration path, before any resource exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Literal, Mapping, Optional
+
+from pydantic import Field, ValidationError, field_validator
+
+from gpu_fabric.quantity import parse_quantity, whole_count
+from gpu_fabric.spec.base import ConfigError, SpecModel
+from gpu_fabric.spec.gpustack import (
+    KVCacheBackendSpec,
+    KVCachePoolBindingSpec,
+    KVCachePoolSpec,
+    ModelDeploymentSpec,
+)
+from gpu_fabric.spec.pool import PoolSpec, check_namespace
+
+CONFIG_NAMESPACE = "gpu-fabric"
+
+
+class FabricConfig(SpecModel):
+    """Everything one stack declares."""
+
+    queue_owner: Literal["gpustack", "standalone"] = "gpustack"
+    """Who owns the Kueue ClusterQueues: the GPUStack operator, or this stack (plain Kueue)."""
+    gpustack_api_version: Literal["v1", "v1alpha1"] = "v1"
+    """``worker.gpustack.ai`` version to write: ``v1`` (aggregated API, as in the docs) or the CRD's ``v1alpha1``."""
+    namespaces: list[str] = Field(min_length=1)
+    """Tenant namespaces; each gets a LocalQueue per pool."""
+    pools: list[PoolSpec] = Field(min_length=1)
+    kv_cache_backends: list[KVCacheBackendSpec] = Field(default_factory=list)
+    kv_cache_pools: list[KVCachePoolSpec] = Field(default_factory=list)
+    kv_cache_pool_bindings: list[KVCachePoolBindingSpec] = Field(default_factory=list)
+    model_deployments: list[ModelDeploymentSpec] = Field(default_factory=list)
+
+    @field_validator("namespaces")
+    @classmethod
+    def _valid_namespaces(cls, values: list[str]) -> list[str]:
+        for value in values:
+            check_namespace(value)
+        return values
+
+    def pool(self, name: str) -> Optional[PoolSpec]:
+        """The pool named ``name`` (ClusterQueue name), if the stack declares it."""
+        return next((pool for pool in self.pools if pool.name == name), None)
+
+
+def config_keys() -> list[str]:
+    """The camelCase keys a stack may set under ``gpu-fabric:``."""
+    return [field.alias or name for name, field in FabricConfig.model_fields.items()]
+
+
+def load_config(values: Mapping[str, Any]) -> FabricConfig:
+    """Validate a whole configuration; raise one :class:`ConfigError` listing every problem."""
+    try:
+        config = FabricConfig.model_validate(dict(values))
+    except ValidationError as error:
+        raise ConfigError.from_validation_error(error) from None
+    problems = list(_reference_problems(config))
+    if not problems:
+        # Transfer analysis needs resolvable references; report those first.
+        problems.extend(_transfer_problems(config))
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def _duplicates(names: Iterable[Any]) -> set[Any]:
+    seen: set[Any] = set()
+    repeated: set[Any] = set()
+    for name in names:
+        (repeated if name in seen else seen).add(name)
+    return repeated
+
+
+def _reference_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+    for key, items, identity in (
+        ("namespaces", config.namespaces, lambda item: item),
+        ("pools", config.pools, lambda item: item.name),
+        ("kvCacheBackends", config.kv_cache_backends, lambda item: item.name),
+        ("kvCachePools", config.kv_cache_pools, lambda item: item.name),
+        ("kvCachePoolBindings", config.kv_cache_pool_bindings, lambda item: (item.namespace, item.name)),
+        ("modelDeployments", config.model_deployments, lambda item: (item.namespace, item.name)),
+    ):
+        repeated = _duplicates(identity(item) for item in items)
+        for position, item in enumerate(items):
+            if identity(item) in repeated:
+                yield f"{key}[{position}]", f"{identity(item)!r} is declared more than once"
+
+    tenants = set(config.namespaces)
+    backends = {backend.name for backend in config.kv_cache_backends}
+    for i, pool in enumerate(config.kv_cache_pools):
+        if pool.backends[0] not in backends:
+            yield f"kvCachePools[{i}].backends[0]", f"names no KVCacheBackend of this stack ({_listing(backends)})"
+    for i, binding in enumerate(config.kv_cache_pool_bindings):
+        if binding.namespace not in tenants:
+            yield f"kvCachePoolBindings[{i}].namespace", f"{binding.namespace!r} is not one of namespaces ({_listing(tenants)})"
+
+    for i, deployment in enumerate(config.model_deployments):
+        if deployment.namespace not in tenants:
+            yield f"modelDeployments[{i}].namespace", f"{deployment.namespace!r} is not one of namespaces ({_listing(tenants)})"
+        for j, role in enumerate(deployment.roles):
+            path = f"modelDeployments[{i}].roles[{j}]"
+            pool = config.pool(role.instance_type)
+            if pool is None:
+                yield f"{path}.instanceType", f"names no pool of this stack ({_listing(p.name for p in config.pools)})"
+                continue
+            yield from _role_fits_pool(path, role.resources.accelerator, role.resources.interface, pool)
+
+
+def _role_fits_pool(path: str, accelerator: Any, interface: Any, pool: PoolSpec) -> Iterable[tuple[str, str]]:
+    if accelerator is not None and parse_quantity(accelerator) > pool.accelerators_per_node:
+        yield (f"{path}.resources.accelerator",
+               f"{accelerator} accelerators do not fit on one node of pool {pool.name} ({pool.accelerators_per_node} per node)")
+    count = whole_count(interface) if interface is not None else None
+    if count and count > 0:
+        if pool.fabric == "none":
+            yield f"{path}.resources.interface", f"pool {pool.name} has no fabric (fabric: none), so no interface can be granted"
+        elif count > pool.interfaces_per_node:
+            yield (f"{path}.resources.interface",
+                   f"{count} interfaces do not fit on one node of pool {pool.name} ({pool.interfaces_per_node} per node)")
+
+
+def _listing(names: Iterable[str]) -> str:
+    names = sorted(names)
+    return "declared: " + ", ".join(names) if names else "none declared"
+
+
+def _transfer_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+    # Imported here: the builders import the spec package, so a top-level import would be circular.
+    from gpu_fabric.builders.gpustack import gpustack_manifests
+    from gpu_fabric.transfer import analyze
+
+    report = analyze(
+        gpustack_manifests(config),
+        manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},
+    )
+    deployment_position = {(d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}
+    backend_position = {b.name: i for i, b in enumerate(config.kv_cache_backends)}
+    for finding in report.errors:
+        if finding.kind == "ModelDeployment":
+            prefix = f"modelDeployments[{deployment_position[(finding.namespace, finding.name)]}]"
+        else:
+            prefix = f"kvCacheBackends[{backend_position[finding.name]}]"
+        yield prefix + finding.path.removeprefix("spec"), finding.message
+    for grant in report.role_grants:
+        pool = config.pool(grant.instance_type)
+        if pool is not None and pool.fabric != grant.fabric:
+            position = deployment_position[(grant.namespace, grant.deployment)]
+            yield (f"modelDeployments[{position}].roles[{grant.role_index}].resources.interface",
+                   f"the transfer leg uses {grant.fabric.upper()} but pool {pool.name} has fabric {pool.fabric}")

@@ -1,0 +1,348 @@
+"""GPUStack ``worker.gpustack.ai`` objects as configuration: fields and enums of the operator's API.
+
+Field order follows the operator's documentation and the seed walkthrough, because the builders
+dump these models as the manifests' ``spec`` and a stable order keeps preview diffs quiet.
+Semantic admission rules (interfaces, transfer legs) are not repeated here: they live in
+:mod:`gpu_fabric.transfer`, the one place the operator's decision is made.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, Union
+
+from pydantic import Field, field_validator, model_validator
+
+from gpu_fabric.quantity import QuantityError, parse_quantity
+from gpu_fabric.spec.base import SpecModel
+from gpu_fabric.spec.pool import DNS_LABEL, check_namespace, check_object_name
+
+Quantity = Union[int, str]
+ApiProtocol = Literal["Auto", "TCP", "RDMA", "EFA", "CANN", "ROCM", "MUSA", "MACA"]
+DirectProtocol = Literal["Auto", "TCP", "RDMA", "EFA", "CANN", "ROCM"]
+
+
+def _check_quantity(value: Optional[Quantity]) -> Optional[Quantity]:
+    if value is not None:
+        try:
+            parse_quantity(value)
+        except QuantityError as error:
+            raise ValueError(str(error)) from None
+    return value
+
+
+class NamedRef(SpecModel):
+    """A reference by name."""
+
+    name: str
+
+
+class Model(SpecModel):
+    """The served model."""
+
+    name: str = Field(min_length=1, max_length=253)
+    artifact_ref: Optional[NamedRef] = None
+
+
+class Engine(SpecModel):
+    """Inference engine; frozen after creation except ``version``."""
+
+    name: Literal["vLLM", "SGLang"]
+    version: Optional[str] = Field(default=None, min_length=1, max_length=64)
+    image: Optional[str] = Field(default=None, max_length=512)
+
+
+class Router(SpecModel):
+    """The router in front of the roles; a router plus Prefill/Decode roles renders a KV-transfer leg."""
+
+    name: Literal["llm-d-router", "vllm-router", "sglang-gateway"]
+    replicas: Optional[int] = Field(default=None, ge=1)
+    image: Optional[str] = Field(default=None, max_length=512)
+    extra_args: Optional[list[str]] = None
+    request_timeout_seconds: Optional[int] = Field(default=None, ge=1)
+    disaggregation_threshold_tokens: Optional[int] = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _threshold_only_for_llm_d(self) -> "Router":
+        if self.disaggregation_threshold_tokens is not None and self.name != "llm-d-router":
+            raise ValueError("disaggregationThresholdTokens is allowed only with router llm-d-router")
+        return self
+
+
+class KvTransfer(SpecModel):
+    """Direct prefill-to-decode KV transfer."""
+
+    protocol: Optional[DirectProtocol] = None
+
+
+class KvCacheRef(SpecModel):
+    """The KVCachePoolBinding (same namespace) whose pool serves this deployment's KV cache."""
+
+    pool_ref: NamedRef
+    connector: Optional[Literal["Mooncake"]] = None
+
+
+class RoleResources(SpecModel):
+    """Per-Pod resources of a role; ``interface`` is translated into fabric device keys."""
+
+    accelerator: Optional[Quantity] = None
+    accelerator_sliced_memory_percentage: Optional[int] = Field(default=None, ge=0, le=100)
+    accelerator_sliced_cores_percentage: Optional[int] = Field(default=None, ge=0, le=100)
+    accelerator_partitioned_profile: Optional[str] = Field(default=None, max_length=64)
+    interface: Optional[Quantity] = None
+
+    _quantities = field_validator("accelerator", "interface")(_check_quantity)
+
+
+class EnvVar(SpecModel):
+    """An environment variable."""
+
+    name: str
+    value: str = ""
+
+
+class Port(SpecModel):
+    """A container port."""
+
+    port: int = Field(ge=1, le=65535)
+    protocol: Optional[Literal["TCP", "UDP", "SCTP"]] = None
+
+
+class RoleTopology(SpecModel):
+    """Kueue topology-aware scheduling for a role."""
+
+    required_level: str
+
+    @field_validator("required_level")
+    @classmethod
+    def _not_hostname(cls, value: str) -> str:
+        if value == "kubernetes.io/hostname":
+            raise ValueError("kubernetes.io/hostname is refused as a required topology level")
+        return value
+
+
+class Role(SpecModel):
+    """One role of a ModelDeployment: a set of replicas on one InstanceType."""
+
+    name: str
+    kind: Literal["Server", "Prefill", "Decode"] = "Server"
+    replicas: int = Field(default=1, ge=1, le=1024)
+    size: Optional[int] = Field(default=None, ge=1, le=64)
+    instance_type: str = Field(min_length=1, max_length=253)
+    resources: RoleResources = Field(default_factory=RoleResources)
+    image: Optional[str] = Field(default=None, max_length=512)
+    command: Optional[list[str]] = None
+    extra_args: Optional[list[str]] = None
+    env: Optional[list[EnvVar]] = None
+    ports: Optional[list[Port]] = None
+    shm_size: Optional[Quantity] = None
+    privileged: Optional[bool] = None
+    topology: Optional[RoleTopology] = None
+    termination_grace_period_seconds: Optional[int] = Field(default=None, ge=15, le=3600)
+
+    @field_validator("name")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        if len(value) > 63 or not DNS_LABEL.match(value):
+            raise ValueError(f"role name {value!r} must be a DNS label (lowercase letters, digits, '-', at most 63)")
+        return value
+
+
+class ModelDeploymentSpec(SpecModel):
+    """A GPUStack ModelDeployment: ``name``/``namespace`` plus the object's ``spec`` fields."""
+
+    name: str
+    namespace: str
+    model: Model
+    engine: Engine
+    router: Optional[Router] = None
+    kv_transfer: Optional[KvTransfer] = None
+    kv_cache: Optional[KvCacheRef] = None
+    roles: list[Role] = Field(min_length=1, max_length=10)
+
+    _name = field_validator("name")(check_object_name)
+    _namespace = field_validator("namespace")(check_namespace)
+
+    @model_validator(mode="after")
+    def _role_set(self) -> "ModelDeploymentSpec":
+        names = [role.name for role in self.roles]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"role names must be unique; repeated: {', '.join(duplicates)}")
+        kinds = [role.kind for role in self.roles]
+        if "Server" in kinds and len(set(kinds)) > 1:
+            raise ValueError("a Server role cannot be combined with Prefill or Decode roles")
+        repeated = sorted({k for k in kinds if k != "Server" and kinds.count(k) > 1})
+        if repeated:
+            raise ValueError(f"only Server roles may repeat; repeated kinds: {', '.join(repeated)}")
+        return self
+
+    def spec_fields(self) -> dict[str, Any]:
+        """The manifest ``spec`` (camelCase, unset fields omitted)."""
+        return self.model_dump(by_alias=True, exclude_none=True, exclude={"name", "namespace"})
+
+
+class Transport(SpecModel):
+    """Transport of a KV-cache backend or of one member group."""
+
+    protocol: Optional[ApiProtocol] = None
+
+
+class HostPath(SpecModel):
+    """An extra host path for a member group."""
+
+    path: str
+    mount_path: Optional[str] = None
+    type: Optional[Literal["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"]] = None
+    read_only: Optional[bool] = None
+
+    @model_validator(mode="after")
+    def _no_infiniband(self) -> "HostPath":
+        for path in (self.path, self.mount_path):
+            if path and path.rstrip("/") == "/dev/infiniband":
+                raise ValueError("a hostPath at /dev/infiniband is refused; fabric devices come from the device plugin")
+        return self
+
+
+class MemberGroup(SpecModel):
+    """A Mooncake member group: one DaemonSet on the nodes its selector picks."""
+
+    node_selector: dict[str, str]
+    medium: Literal["DRAM", "VRAM"]
+    capacity_per_member: Quantity
+    local_buffer_size: Optional[Quantity] = None
+    extra_args: Optional[list[str]] = None
+    extra_env: Optional[list[EnvVar]] = None
+    image: Optional[str] = Field(default=None, max_length=512)
+    transport: Optional[Transport] = None
+    fabric_interface_count: Optional[int] = Field(default=None, ge=1)
+    security_context: Optional[dict[str, Any]] = None
+    host_paths: Optional[list[HostPath]] = Field(default=None, max_length=32)
+    runtime_class_name: Optional[str] = None
+    local_disks: Optional[list[dict[str, Any]]] = Field(default=None, max_length=1)
+
+    _quantities = field_validator("capacity_per_member", "local_buffer_size")(_check_quantity)
+
+    @field_validator("security_context")
+    @classmethod
+    def _never_privileged(cls, value: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+        # The operator gives fabric members IPC_LOCK and SYS_RESOURCE; privilege is never needed.
+        if value and value.get("privileged"):
+            raise ValueError("Mooncake members must not be privileged; fabric groups already get IPC_LOCK and SYS_RESOURCE")
+        return value
+
+
+class Leader(SpecModel):
+    """The managed Mooncake leader (master)."""
+
+    replicas: Optional[int] = Field(default=None, ge=1, le=5)
+    allocation_strategy: Optional[Literal["Random", "FreeRatioFirst"]] = None
+    multi_tenancy: Optional[bool] = None
+    extra_args: Optional[list[str]] = None
+    extra_env: Optional[list[EnvVar]] = None
+    high_availability: Optional[dict[str, Any]] = None
+
+
+class Managed(SpecModel):
+    """A backend whose leader and members the operator runs."""
+
+    leader: Leader = Field(default_factory=Leader)
+    members: list[MemberGroup] = Field(min_length=1, max_length=32)
+    scale_in: Optional[dict[str, Any]] = None
+
+
+class ExternalEndpoint(SpecModel):
+    """An endpoint of an external Mooncake deployment."""
+
+    name: Literal["Client", "Admin"]
+    address: str = Field(max_length=259)
+
+
+class External(SpecModel):
+    """A backend run outside the operator."""
+
+    endpoints: list[ExternalEndpoint] = Field(min_length=1)
+
+
+class Connection(SpecModel):
+    """Exactly one of ``managed`` and ``external``."""
+
+    managed: Optional[Managed] = None
+    external: Optional[External] = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "Connection":
+        if (self.managed is None) == (self.external is None):
+            raise ValueError("connection needs exactly one of managed and external")
+        return self
+
+
+class KVCacheBackendSpec(SpecModel):
+    """A cluster-scoped KVCacheBackend (Mooncake)."""
+
+    name: str
+    type: Literal["Mooncake"] = "Mooncake"
+    image: Optional[str] = Field(default=None, max_length=512)
+    image_pull_policy: Optional[Literal["Always", "IfNotPresent", "Never"]] = None
+    transport: Optional[Transport] = None
+    connection: Connection
+
+    _name = field_validator("name")(check_object_name)
+
+    def spec_fields(self) -> dict[str, Any]:
+        """The manifest ``spec``."""
+        return self.model_dump(by_alias=True, exclude_none=True, exclude={"name"})
+
+
+class PoolQuota(SpecModel):
+    """Total capacity a KVCachePool may use."""
+
+    total: Quantity
+
+    _quantity = field_validator("total")(_check_quantity)
+
+
+class KVCachePoolSpec(SpecModel):
+    """A cluster-scoped KVCachePool over exactly one backend."""
+
+    name: str
+    backends: list[str] = Field(min_length=1, max_length=1)
+    quota: PoolQuota
+
+    _name = field_validator("name")(check_object_name)
+
+    def spec_fields(self) -> dict[str, Any]:
+        """The manifest ``spec``."""
+        return self.model_dump(by_alias=True, exclude_none=True, exclude={"name"})
+
+
+class Domain(SpecModel):
+    """The store tenant a binding writes to (immutable)."""
+
+    name: Optional[str] = Field(default=None, max_length=63)
+    block_size: Optional[int] = Field(default=None, ge=1)
+    dtype: Optional[str] = Field(default=None, max_length=32)
+
+
+class BindingQuota(SpecModel):
+    """A binding's share of the pool."""
+
+    ceiling: Quantity
+
+    _quantity = field_validator("ceiling")(_check_quantity)
+
+
+class KVCachePoolBindingSpec(SpecModel):
+    """A namespaced KVCachePoolBinding: what a ModelDeployment's ``kvCache.poolRef`` names."""
+
+    name: str
+    namespace: str
+    pool_ref: NamedRef
+    domain: Optional[Domain] = None
+    quota: Optional[BindingQuota] = None
+
+    _name = field_validator("name")(check_object_name)
+    _namespace = field_validator("namespace")(check_namespace)
+
+    def spec_fields(self) -> dict[str, Any]:
+        """The manifest ``spec``."""
+        return self.model_dump(by_alias=True, exclude_none=True, exclude={"name", "namespace"})

@@ -1,0 +1,106 @@
+"""A pool: one GPUStack InstanceType (= Kueue ClusterQueue) and the nodes behind it."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Optional
+
+from pydantic import Field, field_validator, model_validator
+
+from gpu_fabric.spec.base import SpecModel
+from gpu_fabric.transfer import MANUFACTURERS, manufacturer_of
+
+# Kubernetes object names (DNS-1123 subdomain) and namespaces (DNS-1123 label).
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+# The extended resource a manufacturer's device plugin advertises for whole accelerators.
+DEFAULT_ACCELERATOR_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "ascend": "huawei.com/Ascend910"}
+
+
+def check_object_name(value: str, what: str = "name") -> str:
+    """Refuse a name Kubernetes would refuse (DNS-1123 subdomain, at most 253 characters)."""
+    if len(value) > 253 or not DNS_SUBDOMAIN.match(value):
+        raise ValueError(f"{what} {value!r} is not a valid Kubernetes name (lowercase letters, digits, '-', '.')")
+    return value
+
+
+def check_namespace(value: str) -> str:
+    """Refuse a namespace Kubernetes would refuse (DNS-1123 label, at most 63 characters)."""
+    if len(value) > 63 or not DNS_LABEL.match(value):
+        raise ValueError(f"namespace {value!r} is not a valid DNS-1123 label (lowercase letters, digits, '-', at most 63)")
+    return value
+
+
+class Taint(SpecModel):
+    """A node taint; ``effect`` accepts Kubernetes (``NoSchedule``) or EKS (``NO_SCHEDULE``) spelling."""
+
+    key: str
+    value: Optional[str] = None
+    effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule", "NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]
+
+    @property
+    def kubernetes_effect(self) -> str:
+        """The effect in Kubernetes spelling."""
+        return {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}.get(
+            self.effect, self.effect
+        )
+
+
+class PoolSpec(SpecModel):
+    """One pool of identical nodes, named like its GPUStack InstanceType / Kueue ClusterQueue."""
+
+    name: str
+    """ClusterQueue / InstanceType name, e.g. ``gpustack--nvidia-a10g-linux-amd64``."""
+    fabric: Literal["efa", "rdma", "none"]
+    """The node fabric: AWS EFA, RDMA NICs served by GPUStack's Device Manager, or none."""
+    manufacturer: Optional[str] = None
+    """Accelerator manufacturer; derived from the name when omitted (``nvidia`` above)."""
+    accelerator_resource: Optional[str] = None
+    """Extended resource of one whole accelerator; ``nvidia.com/gpu`` for NVIDIA by default."""
+    accelerators_per_node: int = Field(ge=0)
+    interfaces_per_node: int = Field(default=0, ge=0)
+    """Fabric endpoints per node: EFA interfaces, or RDMA NICs (exclusive endpoints)."""
+    partitioned_interfaces_per_node: int = Field(default=0, ge=0)
+    """SR-IOV virtual functions per node advertised as ``device.gpustack.ai/rdma.partitioned``."""
+    node_count: int = Field(ge=1)
+    cpu_per_node: Optional[int] = Field(default=None, ge=1)
+    """Allocatable CPUs per node; when set, standalone ClusterQueues also meter ``cpu``."""
+    memory_per_node: Optional[str] = None
+    """Allocatable memory per node (e.g. ``"512Gi"``); when set, standalone ClusterQueues also meter ``memory``."""
+    node_labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        return check_object_name(value, "pool name")
+
+    @field_validator("manufacturer")
+    @classmethod
+    def _known_manufacturer(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and value not in MANUFACTURERS:
+            raise ValueError(f"unknown manufacturer {value!r}; allowed: {', '.join(MANUFACTURERS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _fabric_needs_interfaces(self) -> "PoolSpec":
+        if self.fabric != "none" and self.interfaces_per_node == 0:
+            raise ValueError(f"a {self.fabric} pool needs interfacesPerNode of at least 1")
+        if self.fabric != "rdma" and self.partitioned_interfaces_per_node:
+            raise ValueError("partitionedInterfacesPerNode applies to rdma pools only")
+        if self.accelerators_per_node and self.resolved_accelerator_resource is None:
+            raise ValueError("acceleratorResource is required when the manufacturer has no default resource name")
+        return self
+
+    @property
+    def resolved_manufacturer(self) -> Optional[str]:
+        """The manufacturer given, or the one the InstanceType name carries."""
+        return self.manufacturer or manufacturer_of(self.name)
+
+    @property
+    def resolved_accelerator_resource(self) -> Optional[str]:
+        """The accelerator's extended resource name, if the pool has accelerators."""
+        if self.accelerator_resource:
+            return self.accelerator_resource
+        return DEFAULT_ACCELERATOR_RESOURCE.get(self.resolved_manufacturer or "")
