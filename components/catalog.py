@@ -390,6 +390,24 @@ def _fallback_errors() -> tuple[type[BaseException], ...]:
     return (NoCredentialsError, PartialCredentialsError, NoRegionError, EndpointConnectionError, ConnectTimeoutError)
 
 
+def _fallback_reason(ec2: Ec2InstanceCatalog, error: BaseException) -> str:
+    """Say in words why EC2 was not asked, keeping botocore's exception name for searching."""
+    from botocore.exceptions import NoCredentialsError, NoRegionError, PartialCredentialsError
+
+    if isinstance(error, NoCredentialsError):
+        reason = "no AWS credentials found"
+    elif isinstance(error, PartialCredentialsError):
+        reason = f"incomplete AWS credentials ({error})"
+    elif isinstance(error, NoRegionError):
+        # The client is never created without a region, so credentials were not looked at yet.
+        reason = "no AWS region configured"
+        if ec2.session.get_credentials() is None:
+            reason = "no AWS credentials found and no AWS region configured"
+    else:
+        reason = f"EC2 endpoint unreachable ({error})"
+    return f"{reason} [{type(error).__name__}]"
+
+
 def describe_with_fallback(
     instance_types: Sequence[str],
     *,
@@ -411,8 +429,7 @@ def describe_with_fallback(
     try:
         return ec2.describe(instance_types), CatalogSource("ec2", ec2.region or "")
     except _fallback_errors() as error:
-        reason = f"EC2 unavailable: {type(error).__name__}: {error}"
-        return bundled.describe(instance_types), CatalogSource("bundled", reason)
+        return bundled.describe(instance_types), CatalogSource("bundled", _fallback_reason(ec2, error))
 
 
 def default_catalog(offline: bool = False) -> InstanceCatalog:

@@ -133,6 +133,8 @@ class PoolPlacement:
     @classmethod
     def from_mapping(cls, pool: Mapping[str, Any]) -> "PoolPlacement":
         """Build from a ``{name, fabric, labels, taints, manufacturer}`` dict (component args)."""
+        if not pool.get("name"):
+            raise ValueError(f"pool {dict(pool)!r} has no name")
         return cls(
             name=pool["name"],
             fabric=pool.get("fabric", "none"),
@@ -195,7 +197,9 @@ def _expression_mismatch(expression: Mapping[str, Any], labels: Mapping[str, str
     if operator == "In":
         if present and value in values:
             return ""
-        return f"{key} In {values} but the nodes carry {key}={value}" if present else f"{key} In {values} but the nodes have no label {key}"
+        if present:
+            return f"{key} In {values} but the nodes carry {key}={value}"
+        return f"{key} In {values} but the nodes have no label {key}"
     if operator == "NotIn":
         # An absent label satisfies NotIn, as in the scheduler.
         return f"{key} NotIn {values} but the nodes carry {key}={value}" if present and value in values else ""
@@ -231,9 +235,8 @@ def _term_mismatch(term: Mapping[str, Any], labels: Mapping[str, str]) -> str:
 
 
 def _node_affinity_mismatch(pod_spec: Mapping[str, Any], labels: Mapping[str, str]) -> str:
-    required = (
-        ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-    )
+    node_affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if required is None:
         return ""
     reasons = [_term_mismatch(term, labels) for term in required.get("nodeSelectorTerms") or []]
@@ -337,7 +340,8 @@ def _coverage_gap(pool: PoolPlacement, daemonsets: Sequence[Mapping[str, Any]]) 
     resource = _RESOURCE_FOR_FABRIC[pool.fabric]
     candidates = [ds for ds in daemonsets if resource in advertised_resources(ds)]
     if not candidates:
-        return CoverageGap(pool.name, pool.fabric, f"no DaemonSet advertises {resource} ({_PLUGIN_FOR_FABRIC[pool.fabric]})")
+        plugin = _PLUGIN_FOR_FABRIC[pool.fabric]
+        return CoverageGap(pool.name, pool.fabric, f"no DaemonSet advertises {resource} ({plugin})")
     labels = pool.node_labels()
     reasons = []
     for daemonset in candidates:
@@ -345,7 +349,8 @@ def _coverage_gap(pool: PoolPlacement, daemonsets: Sequence[Mapping[str, Any]]) 
         if schedules:
             return None
         reasons.append(f"{_display_name(daemonset)}: {reason}")
-    return CoverageGap(pool.name, pool.fabric, f"no DaemonSet advertising {resource} schedules on its nodes ({'; '.join(reasons)})")
+    why = "; ".join(reasons)
+    return CoverageGap(pool.name, pool.fabric, f"no DaemonSet advertising {resource} schedules on its nodes ({why})")
 
 
 def uncovered_pools(
@@ -374,7 +379,8 @@ def uncovered_pools(
                     CoverageGap(
                         pool.name,
                         pool.fabric,
-                        f"the operator chart's Device Managers serve {served}, not this pool's manufacturer {pool.manufacturer!r}",
+                        f"the operator chart's Device Managers serve {served}, "
+                        f"not this pool's manufacturer {pool.manufacturer!r}",
                     )
                 )
             continue
@@ -405,7 +411,8 @@ def efa_plugins_on_pools_without_efa(
                     CoverageGap(
                         pool.name,
                         pool.fabric,
-                        f"{_display_name(daemonset)} advertises {EFA_RESOURCE} but schedules on this pool, which has no EFA",
+                        f"{_display_name(daemonset)} advertises {EFA_RESOURCE} "
+                        "but schedules on this pool, which has no EFA",
                     )
                 )
     return findings

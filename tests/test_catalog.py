@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +47,7 @@ def moto_endpoint():
 def aws_env(monkeypatch, tmp_path):
     """Dummy credentials and us-east-1, nothing read from the host; the EC2 cache starts empty."""
     env = moto_helper.isolated_aws_environment(tmp_path, credentials=True)
-    for key in list(__import__("os").environ):
+    for key in list(os.environ):
         if key.startswith("AWS_"):
             monkeypatch.delenv(key)
     for key, value in env.items():
@@ -160,14 +161,26 @@ def test_fallback_to_bundled_table_without_credentials(moto_endpoint, aws_env, m
         monkeypatch.delenv(key)
     items, source = describe_with_fallback(["p6-b300.48xlarge"], endpoint_url=moto_endpoint)
     assert source.is_fallback
-    assert "NoCredentialsError" in source.detail
+    assert source.detail == "no AWS credentials found [NoCredentialsError]"
     assert items["p6-b300.48xlarge"]["NetworkInfo"]["EfaInfo"]["MaximumEfaInterfaces"] == 16
 
 
 def test_fallback_to_bundled_table_without_region(aws_env, monkeypatch):
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     _, source = describe_with_fallback(["p5.48xlarge"])
-    assert source.is_fallback and "NoRegionError" in source.detail
+    assert source.is_fallback
+    assert source.detail == "no AWS region configured [NoRegionError]"
+
+
+def test_fallback_to_bundled_table_when_the_endpoint_is_unreachable(aws_env):
+    import socket
+
+    # A port that was free a moment ago: connection refused, fast, on loopback only.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    _, source = describe_with_fallback(["p5.48xlarge"], endpoint_url=f"http://127.0.0.1:{closed_port}")
+    assert source.is_fallback and "EndpointConnectionError" in source.detail
 
 
 def test_offline_skips_ec2_and_unknown_types_still_fail():

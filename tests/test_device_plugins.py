@@ -230,3 +230,12 @@ def test_unknown_manufacturer_is_refused_with_the_allowed_ones():
 def test_device_manager_needs_a_manufacturer():
     with pytest.raises(ValueError):
         gpustack_device_manager_daemonsets(manufacturers=[])
+
+
+def test_custom_resources_are_copied_not_shared():
+    resources = {"requests": {"cpu": "50m", "memory": "64Mi"}}
+    daemonset = efa_device_plugin_daemonset(resources=resources)
+    container = _pod_spec(daemonset)["containers"][0]
+    assert container["resources"] == resources
+    container["resources"]["requests"]["cpu"] = "1"
+    assert resources["requests"]["cpu"] == "50m"

@@ -8,6 +8,7 @@ extended resources it provides.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Mapping, Sequence
 
 from gpu_fabric.coverage import (
@@ -94,6 +95,12 @@ def efa_device_plugin_daemonset(
     """
     selector_labels = {"app.kubernetes.io/name": name}
     labels = {**dict(extra_labels or {}), **selector_labels, "app.kubernetes.io/managed-by": MANAGED_BY}
+    # Chart requests; the memory limit is the chart's suggested one. No CPU limit, so a
+    # node-critical plugin is never throttled while it re-registers with the kubelet.
+    container_resources = copy.deepcopy(dict(resources)) if resources else {
+        "requests": {"cpu": "10m", "memory": "20Mi"},
+        "limits": {"memory": "128Mi"},
+    }
     container = {
         "name": "aws-efa-k8s-device-plugin",
         "image": f"{image_repository}:{image_tag}",
@@ -107,18 +114,10 @@ def efa_device_plugin_daemonset(
             # It writes only its socket under the hostPath mount, never into the image.
             "readOnlyRootFilesystem": True,
         },
-        "resources": dict(
-            resources
-            or {
-                # Chart requests; the memory limit is the chart's suggested one. No CPU limit, so
-                # a node-critical plugin is never throttled while re-registering.
-                "requests": {"cpu": "10m", "memory": "20Mi"},
-                "limits": {"memory": "128Mi"},
-            }
-        ),
+        "resources": container_resources,
         "volumeMounts": [
             {"name": "device-plugin", "mountPath": "/var/lib/kubelet/device-plugins"},
-            # Needed to enumerate the uverbs devices (eksctl#8201).
+            # Newer plugin versions need the EFA device nodes (eksctl#8201).
             {"name": "infiniband-volume", "mountPath": "/dev/infiniband"},
         ],
     }
@@ -142,8 +141,8 @@ def efa_device_plugin_daemonset(
                     # Without the plugin no EFA pod can start on the node, so it must not be
                     # preempted by workloads.
                     "priorityClassName": "system-node-critical",
-                    # As in the chart: the plugin checks the node's EFA interfaces in the host
-                    # network namespace.
+                    # Kept as the chart and eksctl's manifest ship it: that is the configuration
+                    # AWS releases and tests the plugin with.
                     "hostNetwork": True,
                     # It never talks to the API server; a mounted token would only be a credential
                     # to steal.
@@ -225,8 +224,8 @@ def _device_manager_daemonset(
         advertised.append(RDMA_PARTITIONED_RESOURCE)
     pod_spec: dict[str, Any] = {
         "nodeSelector": {nfd_pci_label(manufacturer): "true"},
-        # The chart's account name; its RBAC lets the Device Manager publish Devices and
-        # allocation annotations. This builder creates no account, so the RBAC must exist.
+        # The chart's account name: the Device Manager talks to the API server with that
+        # account's RBAC, which this builder does not create.
         "serviceAccountName": f"{release_name}-device-manager",
         # Same class the chart uses: the Device Manager must run before accelerator workloads can
         # be granted devices, but it is not needed for the node itself to function.
@@ -254,11 +253,11 @@ def _device_manager_daemonset(
                     f"--manufacturer={manufacturer}",
                     *switches,
                 ],
-                # It enumerates devices under /dev and /sys, writes CDI specs and containerd
-                # configuration and serves device plugins, as the chart does; that needs a
-                # privileged root container. hostPID/hostIPC are deliberately not set: the chart
-                # version read adds neither and nothing listed above needs the host's process or
-                # IPC namespaces.
+                # It enumerates every accelerator and RDMA device under /dev and /sys, edits the
+                # containerd configuration and serves device plugins to the kubelet; the chart
+                # runs it privileged as root for that, and so does this builder. hostPID and
+                # hostIPC stay unset: the chart version read sets neither, and none of those
+                # tasks needs the host's process or IPC namespace.
                 "securityContext": {"privileged": True, "allowPrivilegeEscalation": True, "runAsNonRoot": False},
                 "env": [
                     *_downward_api_env(),
@@ -267,8 +266,12 @@ def _device_manager_daemonset(
                 ],
                 "ports": [{"name": "https", "containerPort": secure_port}],
                 "startupProbe": {**_https_get("/readyz"), "failureThreshold": 10, "periodSeconds": 5},
-                "readinessProbe": {**_https_get("/readyz"), "failureThreshold": 3, "timeoutSeconds": 5, "periodSeconds": 5},
-                "livenessProbe": {**_https_get("/livez"), "failureThreshold": 10, "timeoutSeconds": 5, "periodSeconds": 10},
+                "readinessProbe": {
+                    **_https_get("/readyz"), "failureThreshold": 3, "timeoutSeconds": 5, "periodSeconds": 5
+                },
+                "livenessProbe": {
+                    **_https_get("/livez"), "failureThreshold": 10, "timeoutSeconds": 5, "periodSeconds": 10
+                },
                 "volumeMounts": [
                     *(
                         {"name": volume, "mountPath": path, **({"readOnly": True} if read_only else {})}
@@ -282,7 +285,10 @@ def _device_manager_daemonset(
             }
         ],
         "volumes": [
-            *(_host_path_volume(volume, path, host_path_type) for volume, path, host_path_type, _ in _DEVICE_MANAGER_HOST_PATHS),
+            *(
+                _host_path_volume(volume, path, host_path_type)
+                for volume, path, host_path_type, _ in _DEVICE_MANAGER_HOST_PATHS
+            ),
             *(
                 _host_path_volume(volume, path, "DirectoryOrCreate")
                 for volume, path in _VENDOR_DRIVER_PATHS.get(manufacturer, ())
@@ -339,7 +345,8 @@ def gpustack_device_manager_daemonsets(
     unknown = sorted(set(manufacturers) - set(PCI_VENDOR_IDS))
     if unknown:
         raise ValueError(
-            f"unknown accelerator manufacturer(s) {', '.join(unknown)}; expected one of {', '.join(sorted(PCI_VENDOR_IDS))}"
+            f"unknown accelerator manufacturer(s) {', '.join(unknown)}; "
+            f"expected one of {', '.join(sorted(PCI_VENDOR_IDS))}"
         )
     switches = [
         *([] if shared else ["--no-shared"]),

@@ -8,9 +8,9 @@ back at once, each with its configuration path, before any resource exists.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal, Mapping, Optional
+from typing import Annotated, Any, Iterable, Literal, Mapping, Optional
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import AfterValidator, Field, ValidationError
 
 from gpu_fabric.quantity import parse_quantity, whole_count
 from gpu_fabric.spec.base import ConfigError, SpecModel
@@ -32,20 +32,13 @@ class FabricConfig(SpecModel):
     """Who owns the Kueue ClusterQueues: the GPUStack operator, or this stack (plain Kueue)."""
     gpustack_api_version: Literal["v1", "v1alpha1"] = "v1"
     """``worker.gpustack.ai`` version to write: ``v1`` (aggregated API, as in the docs) or the CRD's ``v1alpha1``."""
-    namespaces: list[str] = Field(min_length=1)
+    namespaces: list[Annotated[str, AfterValidator(check_namespace)]] = Field(min_length=1)
     """Tenant namespaces; each gets a LocalQueue per pool."""
     pools: list[PoolSpec] = Field(min_length=1)
     kv_cache_backends: list[KVCacheBackendSpec] = Field(default_factory=list)
     kv_cache_pools: list[KVCachePoolSpec] = Field(default_factory=list)
     kv_cache_pool_bindings: list[KVCachePoolBindingSpec] = Field(default_factory=list)
     model_deployments: list[ModelDeploymentSpec] = Field(default_factory=list)
-
-    @field_validator("namespaces")
-    @classmethod
-    def _valid_namespaces(cls, values: list[str]) -> list[str]:
-        for value in values:
-            check_namespace(value)
-        return values
 
     def pool(self, name: str) -> Optional[PoolSpec]:
         """The pool named ``name`` (ClusterQueue name), if the stack declares it."""
@@ -93,6 +86,14 @@ def _reference_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
         for position, item in enumerate(items):
             if identity(item) in repeated:
                 yield f"{key}[{position}]", f"{identity(item)!r} is declared more than once"
+
+    if config.queue_owner == "standalone":
+        from gpu_fabric.builders.kueue import pool_quotas  # the builders import this module
+
+        for i, pool in enumerate(config.pools):
+            if not pool_quotas(pool):
+                yield (f"pools[{i}]", "a standalone ClusterQueue needs something to meter: "
+                       "acceleratorsPerNode, a fabric, or cpuPerNode")
 
     tenants = set(config.namespaces)
     backends = {backend.name for backend in config.kv_cache_backends}

@@ -1,0 +1,85 @@
+"""Policy a: the GPUStack operator's transfer-path admission, decided at ``pulumi preview``.
+
+Every ``worker.gpustack.ai`` manifest of the stack (ModelDeployment, KVCacheBackend, KVCachePool,
+KVCachePoolBinding) goes through :func:`gpu_fabric.transfer.analyze` -- the one implementation the
+components and ``gpu-fabric lint`` use too. Each finding the operator would refuse becomes a
+violation on the object's URN, with the operator's message verbatim; valid deployments say nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
+
+from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, pool_facts, stack_resources
+from gpu_fabric.transfer import GPUSTACK_GROUP, analyze
+
+DEFAULT_NAMESPACE = "default"
+
+
+def gpustack_objects(resources: list[Resource]) -> list[Resource]:
+    """The resources carrying a ``worker.gpustack.ai`` manifest."""
+    return [r for r in resources if r.is_kubernetes_object and r.api_group == GPUSTACK_GROUP]
+
+
+def manufacturers_of_pools(resources: list[Resource]) -> dict[str, str | None]:
+    """InstanceType name -> manufacturer, for pools that state one (the rest parse their name)."""
+    found: dict[str, str | None] = {}
+    for resource in resources:
+        if resource.type != KUEUE_POOL_TYPE:
+            continue
+        pool = as_mapping(resource.props.get("pool"))
+        name, manufacturer = known_str(pool.get("name")), known_str(pool.get("manufacturer"))
+        if name and manufacturer:
+            found[name] = manufacturer
+    return found
+
+
+def object_key(kind: str, namespace: str | None, name: str) -> tuple[str, str, str]:
+    """Identity of a GPUStack object; cluster-scoped kinds have no namespace."""
+    return kind, namespace or "", name
+
+
+def _key_of(resource: Resource) -> tuple[str, str, str]:
+    namespace = resource.namespace
+    if resource.kind in ("ModelDeployment", "KVCachePoolBinding"):
+        namespace = namespace or DEFAULT_NAMESPACE
+    else:
+        namespace = None
+    return object_key(resource.kind, namespace, resource.object_name)
+
+
+def _validate(args: StackValidationArgs, report_violation: Any) -> None:
+    resources = stack_resources(args)
+    objects = gpustack_objects(resources)
+    if not objects:
+        return
+    urns: Mapping[tuple[str, str, str], str] = {_key_of(r): r.urn for r in objects}
+    report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(resources),
+                     default_namespace=DEFAULT_NAMESPACE)
+    for finding in report.errors:
+        urn = urns.get(object_key(finding.kind, finding.namespace, finding.name))
+        report_violation(f"{finding.object_ref}: {finding.path}: {finding.message}", urn)
+
+
+transfer_path_consistency = StackValidationPolicy(
+    name="gpustack-transfer-path-consistency",
+    display_name="GPUStack transfer paths are admissible",
+    description=(
+        "Every ModelDeployment interface request is used by an RDMA or EFA transfer leg, and its cache "
+        "binding, pool and backend resolve with agreeing member protocols (the GPUStack operator's "
+        "admission rule, decided before anything is applied)."
+    ),
+    validate=_validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    tags=["gpustack", "transfer", "kv-cache", "rdma", "efa"],
+    remediation_steps=(
+        "Give the deployment an effective fabric leg for the interfaces it requests: either a "
+        "kvCache.poolRef whose KVCacheBackend (and every member group) uses RDMA or EFA, or a router, "
+        "Prefill/Decode roles, the vLLM engine and kvTransfer.protocol RDMA/EFA. Otherwise drop "
+        "roles[].resources.interface. Make sure the KVCachePoolBinding (same namespace), KVCachePool "
+        "and KVCacheBackend it names are in the stack, and that member groups agree on one protocol."
+    ),
+)

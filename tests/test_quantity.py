@@ -1,0 +1,27 @@
+"""Kubernetes quantity parsing."""
+
+from decimal import Decimal
+
+import pytest
+
+from gpu_fabric.quantity import QuantityError, parse_quantity, whole_count
+
+
+@pytest.mark.parametrize("text, value", [
+    (2, Decimal(2)), ("2", Decimal(2)), ("2000m", Decimal(2)), ("8Gi", Decimal(8 * 2**30)),
+    ("1k", Decimal(1000)), ("1e3", Decimal(1000)), ("0.5", Decimal("0.5")), ("-1", Decimal(-1)),
+])
+def test_parse(text, value):
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["two", "", "1.2.3", "5 Gi", True, None, [1]])
+def test_refused(text):
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+def test_whole_count():
+    assert whole_count("2") == 2
+    assert whole_count("1500m") is None
+    assert whole_count("x") is None

@@ -1,0 +1,111 @@
+"""``gpu-fabric render`` and ``gpu-fabric lint`` through the console script, as users run them."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from kueue_schema import SCHEMA_DIR, validate_kueue_object
+from stack_configs import PROJECT_DIR
+
+FIXTURES = Path(__file__).parent / "fixtures" / "seed"
+
+
+def gpu_fabric(*args, cwd=PROJECT_DIR):
+    script = Path(sys.executable).with_name("gpu-fabric")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "gpu_fabric.cli"]
+    return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_render_seed_is_byte_identical_and_conforms(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    run = gpu_fabric("render", "--stack", "seed-rdma", "--out", str(first))
+    assert run.returncode == 0, run.stderr
+    assert "LocalQueue" in run.stdout and "ModelDeployment" in run.stdout
+    assert gpu_fabric("render", "--stack", "seed-rdma", "--out", str(second)).returncode == 0
+    assert snapshot(first) == snapshot(second)
+
+    queue = yaml.safe_load((first / "k8s" / "team-a" / "localqueue-gpustack-fnv64-c4680bb149644f1c.yaml").read_text())
+    assert queue["spec"]["clusterQueue"] == "gpustack--nvidia-a10g-linux-amd64"
+    resources = json.loads((first / "resources.json").read_text())
+    assert {r["type"] for r in resources} >= {"gpu-fabric:index:GpuFabric", "kubernetes:worker.gpustack.ai/v1:ModelDeployment"}
+    assert all({"type", "name", "parent", "inputs"} <= set(r) for r in resources)
+    if SCHEMA_DIR.is_dir():
+        for path in (first / "k8s").rglob("*.yaml"):
+            manifest = yaml.safe_load(path.read_text())
+            if manifest["apiVersion"].startswith("kueue.x-k8s.io/"):
+                validate_kueue_object(manifest)
+
+
+def test_rendered_seed_passes_lint(tmp_path):
+    assert gpu_fabric("render", "--stack", "seed-rdma", "--out", str(tmp_path)).returncode == 0
+    lint = gpu_fabric("lint", *map(str, sorted((tmp_path / "k8s").rglob("*.yaml"))))
+    assert lint.returncode == 0, lint.stdout
+
+
+def test_bad_configuration_exits_2_with_the_path_and_no_traceback(tmp_path):
+    shutil.copytree(PROJECT_DIR / "stacks", tmp_path / "stacks")
+    stack_file = tmp_path / "stacks" / "Pulumi.seed-rdma.yaml"
+    stack_file.write_text(stack_file.read_text().replace("kind: Decode", "kind: Decoder"))
+    run = gpu_fabric("render", "--project", str(tmp_path), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
+    assert run.returncode == 2
+    assert "modelDeployments[0].roles[1].kind" in run.stderr
+    assert "Traceback" not in run.stderr + run.stdout
+
+
+def test_unknown_stack_exits_2():
+    run = gpu_fabric("render", "--stack", "no-such-stack")
+    assert run.returncode == 2 and "no stack 'no-such-stack'" in run.stderr
+
+
+def test_unknown_configuration_key_is_refused(tmp_path):
+    shutil.copytree(PROJECT_DIR / "stacks", tmp_path / "stacks")
+    stack_file = tmp_path / "stacks" / "Pulumi.seed-rdma.yaml"
+    stack_file.write_text(stack_file.read_text().replace("  gpu-fabric:namespaces:", "  gpu-fabric:namespace: x\n  gpu-fabric:namespaces:"))
+    run = gpu_fabric("render", "--project", str(tmp_path), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
+    assert run.returncode == 2 and "namespace: unknown configuration key" in run.stderr
+
+
+def test_lint_passes_the_seed_and_prints_the_grants():
+    run = gpu_fabric("lint", str(FIXTURES / "qwen-pd.yaml"), str(FIXTURES / "mooncake-dram.yaml"))
+    assert run.returncode == 0, run.stdout
+    assert "role prefill (rdma, 2 interfaces): device.gpustack.ai/rdma: 2" in run.stdout
+    assert "KVCacheBackend mooncake-dram members[0] (rdma): device.gpustack.ai/rdma: 2" in run.stdout
+    assert "1 other objects passed over" in run.stdout
+
+
+def test_lint_refuses_the_seed_without_router_and_kv_transfer():
+    run = gpu_fabric("lint", str(FIXTURES / "qwen-pd-no-transfer.yaml"))
+    assert run.returncode == 1
+    assert ("ERROR ModelDeployment team-a/qwen-pd spec.roles[0].resources.interface: "
+            "no effective RDMA or EFA transfer leg uses the requested interfaces") in run.stdout
+
+
+def test_lint_resolves_references_across_files(tmp_path):
+    deployment = yaml.safe_load((FIXTURES / "qwen-pd-no-transfer.yaml").read_text())
+    deployment["spec"]["kvCache"] = {"poolRef": {"name": "shared"}}
+    (tmp_path / "deployment.yaml").write_text(yaml.safe_dump(deployment))
+    (tmp_path / "cache.yaml").write_text(yaml.safe_dump_all([
+        {"apiVersion": "worker.gpustack.ai/v1", "kind": "KVCachePool", "metadata": {"name": "pool"},
+         "spec": {"backends": ["mooncake-dram"], "quota": {"total": "1Ti"}}},
+        {"apiVersion": "worker.gpustack.ai/v1", "kind": "KVCachePoolBinding",
+         "metadata": {"name": "shared", "namespace": "team-a"}, "spec": {"poolRef": {"name": "pool"}}},
+    ]))
+    without_backend = gpu_fabric("lint", str(tmp_path / "deployment.yaml"), str(tmp_path / "cache.yaml"))
+    assert without_backend.returncode == 1 and "cache backend must resolve before requesting interfaces" in without_backend.stdout
+    with_backend = gpu_fabric("lint", str(tmp_path / "deployment.yaml"), str(tmp_path / "cache.yaml"),
+                              str(FIXTURES / "mooncake-dram.yaml"))
+    assert with_backend.returncode == 0, with_backend.stdout
+
+
+def test_lint_missing_file_exits_2(tmp_path):
+    run = gpu_fabric("lint", str(tmp_path / "absent.yaml"))
+    assert run.returncode == 2 and "absent.yaml" in run.stderr

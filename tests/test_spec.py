@@ -1,0 +1,102 @@
+"""Configuration is validated whole, and every problem names its path."""
+
+import pytest
+
+from gpu_fabric.spec.base import ConfigError
+from gpu_fabric.spec.fabric import config_keys, load_config
+from stack_configs import seed_values
+
+
+def problems(values):
+    with pytest.raises(ConfigError) as caught:
+        load_config(values)
+    return dict(caught.value.problems)
+
+
+def test_seed_configuration_is_valid():
+    config = load_config(seed_values())
+    assert config.queue_owner == "gpustack"
+    assert [d.name for d in config.model_deployments] == ["qwen-pd"]
+
+
+def test_enum_error_names_the_path_and_the_allowed_values():
+    values = seed_values()
+    values["modelDeployments"][0]["roles"][1]["kind"] = "Decoder"
+    found = problems(values)
+    assert "modelDeployments[0].roles[1].kind" in found
+    assert "'Server', 'Prefill' or 'Decode'" in found["modelDeployments[0].roles[1].kind"]
+
+
+def test_unknown_field_is_refused_by_path():
+    values = seed_values()
+    values["pools"][0]["interfacePerNode"] = 2
+    assert "unknown field" in problems(values)["pools[0].interfacePerNode"]
+
+
+def test_transfer_refusal_is_reported_at_the_configuration_path():
+    values = seed_values()
+    del values["modelDeployments"][0]["router"]
+    del values["modelDeployments"][0]["kvTransfer"]
+    found = problems(values)
+    assert found == {
+        "modelDeployments[0].roles[0].resources.interface": "no effective RDMA or EFA transfer leg uses the requested interfaces",
+        "modelDeployments[0].roles[1].resources.interface": "no effective RDMA or EFA transfer leg uses the requested interfaces",
+    }
+
+
+def test_every_problem_is_reported_at_once():
+    values = seed_values()
+    values["namespaces"] = ["team-a", "Team_B"]
+    values["modelDeployments"][0]["roles"][0]["instanceType"] = "gpustack--nvidia-h100-linux-amd64"
+    values["kvCacheBackends"][0]["connection"]["managed"]["members"][0]["medium"] = "SSD"
+    found = problems(values)
+    # Field problems come together; references are checked once the fields are sound.
+    assert set(found) == {"namespaces[1]", "kvCacheBackends[0].connection.managed.members[0].medium"}
+    assert "DNS-1123" in found["namespaces[1]"]
+
+
+def test_role_must_name_a_pool_of_the_stack():
+    values = seed_values()
+    values["modelDeployments"][0]["roles"][0]["instanceType"] = "gpustack--nvidia-h100-linux-amd64"
+    assert "names no pool" in problems(values)["modelDeployments[0].roles[0].instanceType"]
+
+
+def test_interfaces_must_fit_a_node_of_the_pool():
+    values = seed_values()
+    values["modelDeployments"][0]["roles"][1]["resources"]["interface"] = "3"
+    assert "do not fit on one node" in problems(values)["modelDeployments[0].roles[1].resources.interface"]
+
+
+def test_deployment_namespace_must_be_a_tenant():
+    values = seed_values()
+    values["modelDeployments"][0]["namespace"] = "team-b"
+    assert "not one of namespaces" in problems(values)["modelDeployments[0].namespace"]
+
+
+def test_leg_fabric_must_match_the_pool_fabric():
+    values = seed_values()
+    values["modelDeployments"][0]["kvTransfer"]["protocol"] = "EFA"
+    assert "pool gpustack--nvidia-a10g-linux-amd64 has fabric rdma" in \
+        problems(values)["modelDeployments[0].roles[0].resources.interface"]
+
+
+def test_privileged_mooncake_members_are_refused():
+    values = seed_values()
+    values["kvCacheBackends"][0]["connection"]["managed"]["members"][0]["securityContext"] = {"privileged": True}
+    assert "must not be privileged" in problems(values)["kvCacheBackends[0].connection.managed.members[0].securityContext"]
+
+
+def test_connection_needs_exactly_one_mode():
+    values = seed_values()
+    values["kvCacheBackends"][0]["connection"]["external"] = {"endpoints": [{"name": "Client", "address": "x:1"}]}
+    assert "exactly one of managed and external" in problems(values)["kvCacheBackends[0].connection"]
+
+
+def test_server_role_cannot_mix_with_prefill():
+    values = seed_values()
+    values["modelDeployments"][0]["roles"][0]["kind"] = "Server"
+    assert "Server role cannot be combined" in problems(values)["modelDeployments[0]"]
+
+
+def test_config_keys_are_camel_case():
+    assert "modelDeployments" in config_keys() and "kvCachePoolBindings" in config_keys()
