@@ -17,6 +17,8 @@ boto3 and botocore are imported lazily so that the pure planner (``gpu_fabric.ef
 
 from __future__ import annotations
 
+import contextvars
+
 import copy
 import gzip
 import json
@@ -430,6 +432,23 @@ def describe_with_fallback(
         return ec2.describe(instance_types), CatalogSource("ec2", ec2.region or "")
     except _fallback_errors() as error:
         return bundled.describe(instance_types), CatalogSource("bundled", _fallback_reason(ec2, error))
+
+
+_ACTIVE_CATALOG: "contextvars.ContextVar[InstanceCatalog | None]" = contextvars.ContextVar("gpu_fabric_catalog", default=None)
+
+
+def use_catalog(catalog: InstanceCatalog) -> None:
+    """Make ``catalog`` the one :func:`active_catalog` returns in the current context.
+
+    ``gpu-fabric render`` sets the bundled table here so that an offline render never calls EC2,
+    even on a machine that has AWS credentials.
+    """
+    _ACTIVE_CATALOG.set(catalog)
+
+
+def active_catalog() -> InstanceCatalog:
+    """The catalog set with :func:`use_catalog`, else EC2 falling back to the bundled table."""
+    return _ACTIVE_CATALOG.get() or default_catalog()
 
 
 def default_catalog(offline: bool = False) -> InstanceCatalog:

@@ -72,6 +72,12 @@ def stack_config_path(project_dir: Path, stack: str) -> Path:
     return project_dir / "stacks" / f"Pulumi.{stack}.yaml"
 
 
+def example_stacks(project_dir: Path | str = ".") -> list[str]:
+    """Names of every ``stacks/Pulumi.<stack>.yaml`` of a project, sorted."""
+    folder = Path(project_dir) / "stacks"
+    return sorted(path.name[len("Pulumi."):-len(".yaml")] for path in folder.glob("Pulumi.*.yaml"))
+
+
 def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
     """The ``config:`` block of ``stacks/Pulumi.<stack>.yaml``, keyed ``namespace:key``."""
     path = stack_config_path(project_dir, stack)
@@ -136,6 +142,9 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
             registrations[f"{request.type}::{request.name}"] = (response.urn, request.parent)
             return response
 
+    from gpu_fabric.catalog import BundledInstanceCatalog, use_catalog
+
+    use_catalog(BundledInstanceCatalog())  # offline: instance facts from the bundled table, never EC2
     set_all_config({key: _engine_encoding(value) for key, value in values.items()})
     pulumi.runtime.set_mocks(mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=RecordingMonitor(mocks))
     _sync_await(run_pulumi_func(program))

@@ -7,12 +7,13 @@ that ``pulumi up`` runs and the one ``gpu-fabric render`` runs under mocks are t
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
 
 import pulumi
 
 from gpu_fabric.resources.fabric import GpuFabric
 from gpu_fabric.spec.base import ConfigError
+from gpu_fabric.spec.cluster import KubernetesTarget
 from gpu_fabric.spec.fabric import CONFIG_NAMESPACE, config_keys, load_config
 
 
@@ -46,7 +47,47 @@ def read_configuration() -> dict[str, Any]:
 def build_stack(name: str = "fabric") -> GpuFabric:
     """Validate the whole configuration, then register the fabric and export its entry points."""
     values = read_configuration()
-    load_config(values)  # every problem, with its path, before the first resource exists
-    fabric = GpuFabric(name, values)
+    config = load_config(values)  # every problem, with its path, before the first resource exists
+    provider = kubernetes_provider(config.kubernetes)
+    opts = pulumi.ResourceOptions(providers={"kubernetes": provider}) if provider else None
+    fabric = GpuFabric(name, values, opts)
     pulumi.export("localQueues", fabric.local_queues)
     return fabric
+
+
+def kubernetes_provider(target: Optional[KubernetesTarget]) -> Optional[pulumi.ProviderResource]:
+    """An explicit Kubernetes provider for the configured target, or ``None`` for the ambient kubeconfig."""
+    if target is None:
+        return None
+    import pulumi_kubernetes as k8s
+
+    if target.context:
+        return k8s.Provider("kubernetes", context=target.context)
+    cluster_ref = target.eks_cluster
+    assert cluster_ref is not None  # KubernetesTarget is eksCluster or context
+    import pulumi_aws as aws
+
+    cluster = aws.eks.get_cluster_output(name=cluster_ref.name)
+    region = cluster_ref.region or aws.config.region or ""
+    kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authorities).apply(
+        lambda values: eks_kubeconfig(cluster_ref.name, region, values[0], _ca_data(values[1])))
+    return k8s.Provider("kubernetes", kubeconfig=kubeconfig)
+
+
+def _ca_data(authorities: Any) -> str:
+    first = (authorities or [None])[0]
+    return (first.get("data") if isinstance(first, dict) else getattr(first, "data", None)) or ""
+
+
+def eks_kubeconfig(cluster: str, region: str, endpoint: str, certificate_authority: str) -> str:
+    """A kubeconfig that authenticates with ``aws eks get-token`` (no token is ever written down)."""
+    token_args = ["eks", "get-token", "--cluster-name", cluster, "--output", "json"]
+    if region:
+        token_args += ["--region", region]
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": cluster,
+        "clusters": [{"name": cluster, "cluster": {"server": endpoint, "certificate-authority-data": certificate_authority}}],
+        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": cluster}}],
+        "users": [{"name": cluster, "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws", "args": token_args}}}],
+    }, sort_keys=True)

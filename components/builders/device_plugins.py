@@ -8,6 +8,8 @@ extended resources it provides.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import copy
 from typing import Any, Mapping, Sequence
 
@@ -367,3 +369,47 @@ def gpustack_device_manager_daemonsets(
         )
         for manufacturer in sorted(set(manufacturers))
     ]
+
+if TYPE_CHECKING:  # the coverage module imports this one's constants
+    from gpu_fabric.coverage import PoolPlacement
+
+
+def efa_plugin_for_pools(args: Mapping[str, Any]) -> tuple[dict[str, Any], list["PoolPlacement"]]:
+    """The EFA plugin DaemonSet for ``EfaDevicePluginArgs``-shaped ``args``, and the EFA pools it must cover.
+
+    Only EFA pools' taints become tolerations: the plugin must not run where no EFA is attached.
+    """
+    from gpu_fabric.coverage import PoolPlacement
+
+    pools = [PoolPlacement.from_mapping(pool) for pool in args.get("pools") or []]
+    efa_pools = [pool for pool in pools if pool.fabric == "efa"]
+    manifest = efa_device_plugin_daemonset(
+        namespace=args.get("namespace") or "kube-system",
+        image_repository=args.get("image_repository") or EFA_PLUGIN_IMAGE_REPOSITORY,
+        image_tag=args.get("image_tag") or EFA_PLUGIN_IMAGE_TAG,
+        tolerations_from_taints=[taint for pool in efa_pools for taint in pool.taints],
+        resources=args.get("resources"),
+    )
+    return manifest, efa_pools
+
+
+def device_managers_for_pools(args: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list["PoolPlacement"]]:
+    """Device Manager DaemonSets for ``GpuStackDeviceManagerArgs``-shaped ``args``, and the RDMA pools to cover."""
+    from gpu_fabric.coverage import PoolPlacement
+
+    pools = [PoolPlacement.from_mapping(pool) for pool in args.get("pools") or []]
+    manufacturers = args.get("manufacturers") or sorted({pool.manufacturer for pool in pools if pool.manufacturer})
+    manifests = gpustack_device_manager_daemonsets(
+        manufacturers=manufacturers,
+        namespace=args.get("namespace") or "gpustack-system",
+        release_name=args.get("release_name") or "gpustack-operator",
+        image=args.get("image") or DEVICE_MANAGER_IMAGE,
+        image_tag=args.get("image_tag") or DEVICE_MANAGER_IMAGE_TAG,
+        shared=args.get("shared", True),
+        partitioned=args.get("partitioned", True),
+        sliced=args.get("sliced", True),
+        tolerations_from_taints=[taint for pool in pools for taint in pool.taints],
+        secure_port=args.get("secure_port") or 32443,
+        extra_args=args.get("extra_args") or (),
+    )
+    return manifests, [pool for pool in pools if pool.fabric == "rdma"]

@@ -20,20 +20,38 @@ RESOURCES_FILE = "resources.json"
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``render`` sub-command."""
     parser = subparsers.add_parser("render", help="render a stack offline under Pulumi's mock runtime")
-    parser.add_argument("--stack", required=True, help="stack name (stacks/Pulumi.NAME.yaml)")
-    parser.add_argument("--out", type=Path, help="output folder (default out/NAME)")
+    parser.add_argument("--stack", action="append", dest="stacks", metavar="NAME",
+                        help="stack name (stacks/Pulumi.NAME.yaml); repeatable; default: every stack in stacks/")
+    parser.add_argument("--out", type=Path, help="output folder (default out/NAME); only with a single --stack")
     parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
     parser.set_defaults(func=run)
 
 
+def selected_stacks(args: argparse.Namespace) -> list[str]:
+    """The stacks named with ``--stack``, or every ``stacks/Pulumi.*.yaml`` of the project."""
+    if args.stacks:
+        return list(args.stacks)
+    from gpu_fabric.render import example_stacks
+
+    return example_stacks(args.project)
+
+
 def run(args: argparse.Namespace) -> int:
     """Render, write, print the summary; exit 2 on a bad configuration."""
-    result = render_or_report(args.stack, args.project)
-    if result is None:
+    stacks = selected_stacks(args)
+    if args.out and len(stacks) != 1:
+        print("gpu-fabric render: --out needs exactly one --stack", file=sys.stderr)
         return EXIT_USAGE
-    out = args.out or Path("out") / args.stack
-    write_render(result, out)
-    print(summary(result, out))
+    if not stacks:
+        print(f"gpu-fabric render: no stacks/Pulumi.*.yaml under {args.project}", file=sys.stderr)
+        return EXIT_USAGE
+    for stack in stacks:
+        result = render_or_report(stack, args.project)
+        if result is None:
+            return EXIT_USAGE
+        out = args.out or args.project / "out" / stack
+        write_render(result, out)
+        print(summary(result, out))
     return EXIT_OK
 
 

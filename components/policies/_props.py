@@ -138,6 +138,8 @@ class Resource:
     props: Mapping[str, Any]
     parent: str = ""
     """URN of the parent ("" when unknown or the stack)."""
+    property_dependencies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Input name -> URNs of the resources its value comes from (when the engine tells us)."""
 
     @property
     def is_kubernetes_object(self) -> bool:
@@ -179,7 +181,10 @@ def _parent_urn(resource: PolicyResource) -> str:
 def stack_resources(args: StackValidationArgs) -> list[Resource]:
     """Every resource of a stack validation as :class:`Resource` with plain props."""
     return [
-        Resource(r.resource_type, r.name, r.urn, as_mapping(plain(r.props)), _parent_urn(r))
+        Resource(
+            r.resource_type, r.name, r.urn, as_mapping(plain(r.props)), _parent_urn(r),
+            {key: tuple(d.urn for d in deps) for key, deps in (r.property_dependencies or {}).items()},
+        )
         for r in args.resources
     ]
 

@@ -17,15 +17,8 @@ from typing import Any, Mapping, Optional, Sequence, TypedDict
 import pulumi
 import pulumi_kubernetes as kubernetes
 
-from gpu_fabric.builders.device_plugins import (
-    DEVICE_MANAGER_IMAGE,
-    DEVICE_MANAGER_IMAGE_TAG,
-    EFA_PLUGIN_IMAGE_REPOSITORY,
-    EFA_PLUGIN_IMAGE_TAG,
-    efa_device_plugin_daemonset,
-    gpustack_device_manager_daemonsets,
-)
-from gpu_fabric.coverage import CoverageGap, PoolPlacement, uncovered_pools
+from gpu_fabric.builders.device_plugins import device_managers_for_pools, efa_plugin_for_pools
+from gpu_fabric.coverage import CoverageGap, uncovered_pools
 
 
 class TaintArgs(TypedDict, total=False):
@@ -123,17 +116,7 @@ class EfaDevicePlugin(pulumi.ComponentResource):
     """Namespace of the plugin DaemonSet."""
 
     def __init__(self, name: str, args: EfaDevicePluginArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        pools = [PoolPlacement.from_mapping(pool) for pool in args.get("pools") or []]
-        # Only EFA pools: the plugin must not run where no EFA is attached, so other pools' taints
-        # would only widen what it tolerates.
-        efa_pools = [pool for pool in pools if pool.fabric == "efa"]
-        manifest = efa_device_plugin_daemonset(
-            namespace=args.get("namespace") or "kube-system",
-            image_repository=args.get("image_repository") or EFA_PLUGIN_IMAGE_REPOSITORY,
-            image_tag=args.get("image_tag") or EFA_PLUGIN_IMAGE_TAG,
-            tolerations_from_taints=[taint for pool in efa_pools for taint in pool.taints],
-            resources=args.get("resources"),
-        )
+        manifest, efa_pools = efa_plugin_for_pools(args)
         # Checked before super().__init__ so that a refused configuration registers nothing.
         _refuse_gaps("EfaDevicePlugin", name, uncovered_pools(efa_pools, [manifest]))
 
@@ -157,24 +140,9 @@ class GpuStackDeviceManager(pulumi.ComponentResource):
     """Namespace of the Device Manager DaemonSets."""
 
     def __init__(self, name: str, args: GpuStackDeviceManagerArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        pools = [PoolPlacement.from_mapping(pool) for pool in args.get("pools") or []]
-        manufacturers = args.get("manufacturers") or sorted({pool.manufacturer for pool in pools if pool.manufacturer})
+        manifests, rdma_pools = device_managers_for_pools(args)
         namespace = args.get("namespace") or "gpustack-system"
-        manifests = gpustack_device_manager_daemonsets(
-            manufacturers=manufacturers,
-            namespace=namespace,
-            release_name=args.get("release_name") or "gpustack-operator",
-            image=args.get("image") or DEVICE_MANAGER_IMAGE,
-            image_tag=args.get("image_tag") or DEVICE_MANAGER_IMAGE_TAG,
-            shared=args.get("shared", True),
-            partitioned=args.get("partitioned", True),
-            sliced=args.get("sliced", True),
-            tolerations_from_taints=[taint for pool in pools for taint in pool.taints],
-            secure_port=args.get("secure_port") or 32443,
-            extra_args=args.get("extra_args") or (),
-        )
         # Checked before super().__init__ so that a refused configuration registers nothing.
-        rdma_pools = [pool for pool in pools if pool.fabric == "rdma"]
         _refuse_gaps("GpuStackDeviceManager", name, uncovered_pools(rdma_pools, manifests))
 
         super().__init__("gpu-fabric:index:GpuStackDeviceManager", name, {}, opts)

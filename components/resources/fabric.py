@@ -6,11 +6,17 @@ from typing import Any, Optional, TypedDict
 
 import pulumi
 
+from gpu_fabric.aws.node_group import plan_node_group
 from gpu_fabric.builders.gpustack import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding
+from gpu_fabric.catalog import InstanceCatalog, active_catalog
+from gpu_fabric.fabric_plan import device_manager_args, efa_plugin_args
+from gpu_fabric.resources.device_plugins import EfaDevicePlugin, GpuStackDeviceManager
+from gpu_fabric.resources.efa_node_group import EfaNodeGroup
 from gpu_fabric.resources.kubernetes_objects import child_options
 from gpu_fabric.resources.kueue_pool import KueuePool
 from gpu_fabric.resources.kv_cache import KVCache
 from gpu_fabric.resources.model_deployment import ModelDeployment
+from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.spec.fabric import FabricConfig, config_keys, load_config
 
 
@@ -33,6 +39,10 @@ class GpuFabricArgs(TypedDict, total=False):
     """KVCachePoolBindings."""
     modelDeployments: list[dict[str, Any]]
     """ModelDeployments."""
+    devicePlugins: dict[str, Any]
+    """Which device plugins the stack deploys (``efa``, ``deviceManager``)."""
+    kubernetes: dict[str, Any]
+    """Where the Kubernetes objects go (read by the stack program, which builds the provider)."""
 
 
 class GpuFabric(pulumi.ComponentResource):
@@ -41,11 +51,34 @@ class GpuFabric(pulumi.ComponentResource):
     local_queues: pulumi.Output[dict[str, dict[str, str]]]
     """Pool name -> namespace -> entrance LocalQueue name (what workloads put in ``kueue.x-k8s.io/queue-name``)."""
 
-    def __init__(self, name: str, args: GpuFabricArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: GpuFabricArgs,
+        opts: Optional[pulumi.ResourceOptions] = None,
+        *,
+        catalog: Optional[InstanceCatalog] = None,
+    ) -> None:
         config = load_config({key: args.get(key) for key in config_keys() if args.get(key) is not None})
+        catalog = catalog or active_catalog()
+        _check_node_groups(config, catalog)  # instance facts, before the first registration
         super().__init__("gpu-fabric:index:GpuFabric", name, {"queueOwner": config.queue_owner}, opts)
         self.config: FabricConfig = config
         """The validated configuration this fabric was built from."""
+
+        for pool in config.pools:
+            if pool.aws is not None:
+                EfaNodeGroup(f"{name}-{pool.name}-nodes", {
+                    **pool.aws.model_dump(by_alias=True, exclude_none=True),
+                    "topology": pool.topology.model_dump(by_alias=True, exclude_none=True),
+                    "poolLabels": pool.node_labels,
+                }, child_options(self), catalog=catalog)
+        plugin_args = efa_plugin_args(config)
+        if plugin_args:
+            EfaDevicePlugin(f"{name}-efa-device-plugin", plugin_args, child_options(self))
+        manager_args = device_manager_args(config)
+        if manager_args:
+            GpuStackDeviceManager(f"{name}-device-manager", manager_args, child_options(self))
 
         pools = [
             KueuePool(f"{name}-{pool.name}", {
@@ -89,3 +122,23 @@ class GpuFabric(pulumi.ComponentResource):
             *(kv_cache_pool(p, version) for p in config.kv_cache_pools),
             *(kv_cache_pool_binding(b, version) for b in config.kv_cache_pool_bindings),
         ]
+
+
+def _check_node_groups(config: FabricConfig, catalog: InstanceCatalog) -> None:
+    """Plan every EFA node group, and check that each pool's interface count is what the plan gives."""
+    problems = []
+    for i, pool in enumerate(config.pools):
+        if pool.aws is None:
+            continue
+        try:
+            plan = plan_node_group(pool.aws, catalog.describe(pool.aws.instance_types))
+        except ValueError as error:
+            problems.append((f"pools[{i}].aws.instanceTypes", str(error)))
+            continue
+        efa_interfaces = sum(1 for interface in plan if interface.interface_type != "interface")
+        if pool.interfaces_per_node != efa_interfaces:
+            problems.append((f"pools[{i}].interfacesPerNode",
+                             f"the node group's plan attaches {efa_interfaces} EFA interfaces per node, "
+                             f"not {pool.interfaces_per_node}"))
+    if problems:
+        raise ConfigError(problems)

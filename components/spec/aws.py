@@ -15,7 +15,10 @@ from pydantic import Field, field_validator, model_validator
 
 from gpu_fabric.spec.base import SpecModel
 
-AmiType = Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA"]
+# EFA-capable EKS AMIs (EKS docs; research rule 18): AL2023 NVIDIA carries the EFA software, and
+# Bottlerocket >= 1.28 supports EFA in its NVIDIA and standard variants (CPU pools such as Mooncake members).
+AmiType = Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA",
+                  "BOTTLEROCKET_x86_64", "BOTTLEROCKET_ARM_64"]
 CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
 PlacementMode = Literal["create", "existing", "none"]
 EfaLayout = Literal["recommended", "legacy"]

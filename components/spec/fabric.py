@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Field, ValidationError
 
 from gpu_fabric.quantity import parse_quantity, whole_count
 from gpu_fabric.spec.base import ConfigError, SpecModel
+from gpu_fabric.spec.cluster import DevicePluginSettings, KubernetesTarget
 from gpu_fabric.spec.gpustack import (
     KVCacheBackendSpec,
     KVCachePoolBindingSpec,
@@ -39,6 +40,8 @@ class FabricConfig(SpecModel):
     kv_cache_pools: list[KVCachePoolSpec] = Field(default_factory=list)
     kv_cache_pool_bindings: list[KVCachePoolBindingSpec] = Field(default_factory=list)
     model_deployments: list[ModelDeploymentSpec] = Field(default_factory=list)
+    device_plugins: DevicePluginSettings = Field(default_factory=DevicePluginSettings)
+    kubernetes: Optional[KubernetesTarget] = None
 
     def pool(self, name: str) -> Optional[PoolSpec]:
         """The pool named ``name`` (ClusterQueue name), if the stack declares it."""
@@ -57,6 +60,8 @@ def load_config(values: Mapping[str, Any]) -> FabricConfig:
     except ValidationError as error:
         raise ConfigError.from_validation_error(error) from None
     problems = list(_reference_problems(config))
+    if not problems:
+        problems.extend(_coverage_problems(config))
     if not problems:
         # Transfer analysis needs resolvable references; report those first.
         problems.extend(_transfer_problems(config))
@@ -127,6 +132,14 @@ def _role_fits_pool(path: str, accelerator: Any, interface: Any, pool: PoolSpec)
         elif count > pool.interfaces_per_node:
             yield (f"{path}.resources.interface",
                    f"{count} interfaces do not fit on one node of pool {pool.name} ({pool.interfaces_per_node} per node)")
+
+
+def _coverage_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+    from gpu_fabric.fabric_plan import coverage_gaps  # the plan builds manifests from this module's models
+
+    position = {pool.name: i for i, pool in enumerate(config.pools)}
+    for gap in coverage_gaps(config):
+        yield f"pools[{position[gap.pool]}]", f"no device plugin serves this {gap.fabric} pool: {gap.reason}"
 
 
 def _listing(names: Iterable[str]) -> str:

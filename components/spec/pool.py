@@ -7,8 +7,14 @@ from typing import Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
+from gpu_fabric.spec.aws import AwsNodeGroupSpec
 from gpu_fabric.spec.base import SpecModel
+from gpu_fabric.topology import KubeletTopology
 from gpu_fabric.transfer import MANUFACTURERS, manufacturer_of
+
+EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+_OS_ARCH = re.compile(r"-(linux|windows)-(amd64|arm64)$")
 
 # Kubernetes object names (DNS-1123 subdomain) and namespaces (DNS-1123 label).
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -70,6 +76,10 @@ class PoolSpec(SpecModel):
     """Allocatable memory per node (e.g. ``"512Gi"``); when set, standalone ClusterQueues also meter ``memory``."""
     node_labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
+    topology: KubeletTopology = Field(default_factory=KubeletTopology.fabric_default)
+    """kubelet TopologyManager / CPU manager settings of the pool's nodes (seed step 2)."""
+    aws: Optional[AwsNodeGroupSpec] = None
+    """An EFA-enabled EKS managed node group that provides the nodes (``fabric: efa`` only)."""
 
     @field_validator("name")
     @classmethod
@@ -89,6 +99,8 @@ class PoolSpec(SpecModel):
             raise ValueError(f"a {self.fabric} pool needs interfacesPerNode of at least 1")
         if self.fabric != "rdma" and self.partitioned_interfaces_per_node:
             raise ValueError("partitionedInterfacesPerNode applies to rdma pools only")
+        if self.aws is not None and self.fabric != "efa":
+            raise ValueError(f"an aws node group provides EFA nodes; the pool's fabric is {self.fabric}")
         if self.accelerators_per_node and self.resolved_accelerator_resource is None:
             raise ValueError("acceleratorResource is required when the manufacturer has no default resource name")
         return self
@@ -104,3 +116,31 @@ class PoolSpec(SpecModel):
         if self.accelerator_resource:
             return self.accelerator_resource
         return DEFAULT_ACCELERATOR_RESOURCE.get(self.resolved_manufacturer or "")
+
+    def effective_node_labels(self) -> dict[str, str]:
+        """Every label a node of the pool carries that the stack knows of, for selector matching.
+
+        The pool's own labels, ``kubernetes.io/os``/``arch`` read from a ``gpustack--...-<os>-<arch>``
+        name, and for AWS node groups the EFA label and (single-type groups) the instance type.
+        """
+        labels: dict[str, str] = {}
+        os_arch = _OS_ARCH.search(self.name)
+        if os_arch:
+            labels.update({"kubernetes.io/os": os_arch.group(1), "kubernetes.io/arch": os_arch.group(2)})
+        if self.aws is not None:
+            labels[EFA_PRESENT_LABEL] = "true"
+            if len(self.aws.instance_types) == 1:
+                labels[INSTANCE_TYPE_LABEL] = self.aws.instance_types[0]
+            labels.update(self.aws.labels)
+        labels.update(self.node_labels)
+        return dict(sorted(labels.items()))
+
+    def taint_dicts(self) -> list[dict[str, str]]:
+        """The pool's taints (and its node group's), Kubernetes spelling, as plain dicts."""
+        taints = [{"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": t.kubernetes_effect}
+                  for t in self.taints]
+        if self.aws is not None:
+            taints += [{"key": t.key, **({"value": t.value} if t.value is not None else {}),
+                        "effect": Taint(key=t.key, effect=t.effect).kubernetes_effect} for t in self.aws.taints]
+        unique = {(t["key"], t.get("value", ""), t["effect"]): t for t in taints}
+        return [unique[key] for key in sorted(unique)]

@@ -1,0 +1,65 @@
+"""What the one stack deploys for its pools, decided from the configuration alone (pure).
+
+``GpuFabric`` registers exactly these component arguments, and ``load_config`` checks their
+coverage before anything is registered, so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from gpu_fabric.builders.device_plugins import device_managers_for_pools, efa_plugin_for_pools
+from gpu_fabric.coverage import CoverageGap, PoolPlacement, uncovered_pools
+from gpu_fabric.spec.fabric import FabricConfig
+
+
+def pool_placement_args(config: FabricConfig) -> list[dict[str, Any]]:
+    """Each pool as the device-plugin components take it: name, fabric, node labels, taints, manufacturer."""
+    return [
+        {"name": pool.name, "fabric": pool.fabric, "labels": pool.effective_node_labels(),
+         "taints": pool.taint_dicts(), "manufacturer": pool.resolved_manufacturer}
+        for pool in config.pools
+    ]
+
+
+def efa_plugin_args(config: FabricConfig) -> Optional[dict[str, Any]]:
+    """``EfaDevicePlugin`` arguments, or ``None`` when the stack has no EFA pool or does not deploy it."""
+    settings = config.device_plugins.efa
+    pools = [pool for pool in pool_placement_args(config) if pool["fabric"] == "efa"]
+    if not pools or not settings.deploy:
+        return None
+    args: dict[str, Any] = {"namespace": settings.namespace, "pools": pools}
+    if settings.image_repository:
+        args["image_repository"] = settings.image_repository
+    if settings.image_tag:
+        args["image_tag"] = settings.image_tag
+    return args
+
+
+def device_manager_args(config: FabricConfig) -> Optional[dict[str, Any]]:
+    """``GpuStackDeviceManager`` arguments, or ``None`` when the operator chart runs its own."""
+    settings = config.device_plugins.device_manager
+    pools = [pool for pool in pool_placement_args(config) if pool["fabric"] == "rdma"]
+    if not pools or settings.deployed_by != "stack":
+        return None
+    args: dict[str, Any] = {"namespace": settings.namespace, "release_name": settings.release_name, "pools": pools}
+    if settings.image:
+        args["image"] = settings.image
+    if settings.image_tag:
+        args["image_tag"] = settings.image_tag
+    return args
+
+
+def coverage_gaps(config: FabricConfig) -> list[CoverageGap]:
+    """Fabric pools that no device plugin of (or declared outside) the stack would serve."""
+    placements = [PoolPlacement.from_mapping(pool) for pool in pool_placement_args(config)]
+    daemonsets: list[dict[str, Any]] = []
+    efa_args, manager_args = efa_plugin_args(config), device_manager_args(config)
+    if efa_args:
+        daemonsets.append(efa_plugin_for_pools(efa_args)[0])
+    if manager_args:
+        daemonsets.extend(device_managers_for_pools(manager_args)[0])
+    # Plugins installed elsewhere cannot be inspected here; the configuration vouches for them.
+    checked = [p for p in placements if not (p.fabric == "efa" and not config.device_plugins.efa.deploy)]
+    return uncovered_pools(checked, daemonsets,
+                           external_rdma_plugin=config.device_plugins.device_manager.deployed_by == "operator-chart")

@@ -1,0 +1,112 @@
+"""Policy e: every fabric pool has a device plugin that actually schedules on its nodes.
+
+A plugin DaemonSet whose selector or tolerations miss the pool shows ``DESIRED=0`` and nothing
+fails loudly: pods never get ``vpc.amazonaws.com/efa`` / ``device.gpustack.ai/rdma`` and NCCL falls
+back to sockets. The decision is :mod:`gpu_fabric.coverage` (the one the components use):
+
+* EFA pools need a DaemonSet advertising ``vpc.amazonaws.com/efa`` that schedules on their labels
+  and taints; an EFA plugin must not schedule on pools without EFA (it crash-loops there);
+* RDMA pools need GPUStack's Device Manager -- or the GPUStack operator chart deploys it. The
+  stack says so when the operator owns its queues (``queueOwner: gpustack``: the operator and its
+  chart are installed), or when it installs the ``gpustack-operator`` Helm chart. Policy config
+  ``operatorChartDeploysDeviceManagers`` overrides that inference; ``manufacturersServed`` lists the
+  chart's ``global.manufacturers``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationArgs, StackValidationPolicy
+
+from gpu_fabric.policies._props import PoolFacts, Resource, as_mapping, known_str, pool_facts, queue_owner, stack_resources
+
+OPERATOR_CHART = "gpustack-operator"
+HELM_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v3:Chart", "kubernetes:helm.sh/v4:Chart")
+
+
+def installs_operator_chart(resources: Sequence[Resource]) -> bool:
+    """The stack installs the GPUStack operator chart with its Device Managers enabled."""
+    for resource in resources:
+        if resource.type in HELM_TYPES and OPERATOR_CHART in (known_str(resource.props.get("chart")) or ""):
+            values = as_mapping(resource.props.get("values"))
+            if as_mapping(values.get("deviceManager")).get("enabled") is False:
+                continue
+            return True
+    return False
+
+
+def operator_chart_deploys_device_managers(resources: Sequence[Resource], config: dict) -> bool:
+    """Whether RDMA pools are served by the operator chart's own Device Managers."""
+    if "operatorChartDeploysDeviceManagers" in config:
+        return bool(config["operatorChartDeploysDeviceManagers"])
+    return queue_owner(resources) == "gpustack" or installs_operator_chart(resources)
+
+
+def _placement(pool: PoolFacts, problems: list[tuple[str, str]]) -> Optional[Any]:
+    from gpu_fabric.coverage import PoolPlacement
+
+    try:
+        return PoolPlacement(pool.name, pool.fabric, dict(pool.labels), tuple(pool.taints), pool.manufacturer)
+    except ValueError as error:
+        problems.append((pool.urn, f"pool {pool.name}: {error}"))
+        return None
+
+
+def coverage_findings(resources: Sequence[Resource], config: dict) -> list[tuple[str, str]]:
+    """``(urn, message)`` for every pool without a working device plugin, and every stray EFA plugin."""
+    from gpu_fabric.coverage import efa_plugins_on_pools_without_efa, uncovered_pools
+
+    problems: list[tuple[str, str]] = []
+    pools = pool_facts(resources)
+    placements = {pool.name: p for pool in pools if (p := _placement(pool, problems)) is not None}
+    urns = {pool.name: pool.urn for pool in pools}
+    daemonsets = [dict(r.props) for r in resources if r.is_kubernetes_object and r.kind == "DaemonSet"]
+    served = config.get("manufacturersServed")
+    gaps = uncovered_pools(
+        list(placements.values()), daemonsets,
+        external_rdma_plugin=operator_chart_deploys_device_managers(resources, config),
+        manufacturers_served=served if isinstance(served, list) else None,
+    )
+    for gap in gaps:
+        problems.append((urns[gap.pool], f"pool {gap.pool} ({gap.fabric}): {gap.reason}"))
+    for stray in efa_plugins_on_pools_without_efa(list(placements.values()), daemonsets):
+        problems.append((urns[stray.pool], f"pool {stray.pool} ({stray.fabric}): {stray.reason}"))
+    return problems
+
+
+def _validate(args: StackValidationArgs, report_violation: Any) -> None:
+    for urn, message in coverage_findings(stack_resources(args), dict(args.get_config() or {})):
+        report_violation(message, urn)
+
+
+device_plugin_coverage = StackValidationPolicy(
+    name="device-plugin-coverage",
+    display_name="Fabric pools have a device plugin that schedules on them",
+    description=(
+        "Every EFA pool has an EFA device plugin DaemonSet whose nodeSelector, node affinity and tolerations "
+        "match the pool's nodes (and the plugin does not land on pools without EFA); every RDMA pool has a "
+        "GPUStack Device Manager that schedules on it, or the GPUStack operator chart deploys one."
+    ),
+    validate=_validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    tags=["kubernetes", "device-plugin", "efa", "rdma"],
+    config_schema=PolicyConfigSchema(properties={
+        "operatorChartDeploysDeviceManagers": {
+            "type": "boolean",
+            "description": "Whether the GPUStack operator chart deploys Device Managers for RDMA pools "
+                           "(default: inferred from queueOwner gpustack or a gpustack-operator Helm chart in the stack).",
+        },
+        "manufacturersServed": {
+            "type": "array", "items": {"type": "string"},
+            "description": "The operator chart's global.manufacturers (default: all).",
+        },
+    }),
+    remediation_steps=(
+        "Deploy gpu_fabric.resources.device_plugins.EfaDevicePlugin / GpuStackDeviceManager with the pools they "
+        "serve: they select on vpc.amazonaws.com/efa.present (EFA) or the NFD PCI vendor label (RDMA) and "
+        "tolerate every taint of the pools. For hand-written DaemonSets add the pools' taints as tolerations and "
+        "select on labels every pool node carries, never on a static instance-type list."
+    ),
+)

@@ -1,0 +1,165 @@
+"""Policy h: fabric workloads enter Kueue through a LocalQueue of the stack.
+
+* ``kueue-fabric-workload-queue`` (mandatory): a Pod or workload (Deployment, StatefulSet,
+  ReplicaSet, Job, CronJob, LeaderWorkerSet) whose containers request a fabric key
+  (``vpc.amazonaws.com/efa``, ``device.gpustack.ai/rdma*``) carries ``kueue.x-k8s.io/queue-name``
+  naming a LocalQueue the stack declares in the workload's namespace. Without it Kueue never sees
+  the workload and nothing meters the fabric. DaemonSets (device plugins, Mooncake members) are
+  node agents, not queued workloads.
+* ``kueue-fabric-keys-covered`` (advisory): a ClusterQueue of the stack that admits fabric
+  workloads (through its LocalQueues, or because it is a fabric pool's queue) covers their fabric
+  keys; otherwise Kueue over-admits endpoints.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
+
+from gpu_fabric.policies._props import (
+    Resource,
+    as_list,
+    as_mapping,
+    known_str,
+    pod_spec_of,
+    pool_facts,
+    requested_resources,
+    stack_resources,
+)
+from gpu_fabric.transfer import EFA_KEY, FABRIC_KEYS
+
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_GROUP = "kueue.x-k8s.io"
+QUEUED_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "LeaderWorkerSet")
+ALL_FABRIC_KEYS = frozenset(key for keys in FABRIC_KEYS.values() for key in keys)
+DEFAULT_NAMESPACE = "default"
+
+
+def fabric_keys_of(obj: Resource) -> set[str]:
+    """Fabric keys a workload's containers request."""
+    pod_spec = pod_spec_of(obj.props)
+    return requested_resources(pod_spec) & ALL_FABRIC_KEYS if pod_spec else set()
+
+
+def queue_name_of(obj: Resource) -> str | None:
+    """The queue-name label on the object, or on its pod template."""
+    labels = as_mapping(obj.metadata.get("labels"))
+    name = known_str(labels.get(QUEUE_NAME_LABEL))
+    if name:
+        return name
+    template = as_mapping(as_mapping(obj.spec.get("template")).get("metadata"))
+    return known_str(as_mapping(template.get("labels")).get(QUEUE_NAME_LABEL))
+
+
+def local_queues(resources: Sequence[Resource]) -> dict[tuple[str, str], Resource]:
+    """(namespace, name) -> LocalQueue (owned or adopted with a patch)."""
+    return {
+        (r.namespace or DEFAULT_NAMESPACE, r.object_name): r
+        for r in resources
+        if r.is_kubernetes_object and r.api_group == KUEUE_GROUP and r.kind == "LocalQueue"
+    }
+
+
+def fabric_workloads(resources: Sequence[Resource]) -> list[tuple[Resource, set[str]]]:
+    return [(r, keys) for r in resources
+            if r.is_kubernetes_object and r.kind in QUEUED_KINDS and (keys := fabric_keys_of(r))]
+
+
+def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
+    queues = local_queues(resources)
+    problems = []
+    for workload, keys in fabric_workloads(resources):
+        namespace = workload.namespace or DEFAULT_NAMESPACE
+        where = f"{workload.kind} {namespace}/{workload.object_name}"
+        name = queue_name_of(workload)
+        if not name:
+            problems.append((workload.urn, f"{where} requests {', '.join(sorted(keys))} but has no {QUEUE_NAME_LABEL} label"))
+        elif (namespace, name) not in queues:
+            declared = sorted(n for ns, n in queues if ns == namespace)
+            problems.append((workload.urn, f"{where}: {QUEUE_NAME_LABEL} {name!r} names no LocalQueue of the stack in "
+                                           f"namespace {namespace} (declared: {', '.join(declared) or 'none'})"))
+    return problems
+
+
+def covered_resources(cluster_queue: Resource) -> set[str]:
+    covered: set[str] = set()
+    for group in as_list(cluster_queue.spec.get("resourceGroups")):
+        covered.update(str(k) for k in as_list(as_mapping(group).get("coveredResources")) if known_str(k))
+    return covered
+
+
+def coverage_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
+    cluster_queues = {r.object_name: r for r in resources
+                      if r.is_kubernetes_object and r.api_group == KUEUE_GROUP and r.kind == "ClusterQueue"}
+    if not cluster_queues:
+        return []
+    wanted: dict[str, set[str]] = {}
+    queues = local_queues(resources)
+    for workload, keys in fabric_workloads(resources):
+        queue = queues.get((workload.namespace or DEFAULT_NAMESPACE, queue_name_of(workload) or ""))
+        if queue is not None:
+            target = known_str(queue.spec.get("clusterQueue"))
+            if target:
+                wanted.setdefault(target, set()).update(keys)
+    for pool in pool_facts(resources):
+        if pool.fabric == "efa":
+            wanted.setdefault(pool.name, set()).add(EFA_KEY)
+        elif pool.fabric == "rdma":
+            wanted.setdefault(pool.name, set()).update(FABRIC_KEYS["rdma"][:2])
+    problems = []
+    for name, keys in sorted(wanted.items()):
+        queue = cluster_queues.get(name)
+        if queue is None:
+            continue
+        missing = sorted(keys - covered_resources(queue))
+        if missing:
+            problems.append((queue.urn, f"ClusterQueue {name} admits fabric workloads but does not cover {', '.join(missing)}; "
+                                        "Kueue will admit more fabric endpoints than the nodes have"))
+    return problems
+
+
+def _validate_workloads(args: StackValidationArgs, report_violation: Any) -> None:
+    for urn, message in workload_findings(stack_resources(args)):
+        report_violation(message, urn)
+
+
+def _validate_coverage(args: StackValidationArgs, report_violation: Any) -> None:
+    for urn, message in coverage_findings(stack_resources(args)):
+        report_violation(message, urn)
+
+
+kueue_fabric_workload_queue = StackValidationPolicy(
+    name="kueue-fabric-workload-queue",
+    display_name="Fabric workloads name a LocalQueue of the stack",
+    description=(
+        "Pods and workload pod templates that request fabric devices (vpc.amazonaws.com/efa, "
+        "device.gpustack.ai/rdma*) carry kueue.x-k8s.io/queue-name naming a LocalQueue declared by the stack in "
+        "the same namespace."
+    ),
+    validate=_validate_workloads,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.MEDIUM,
+    tags=["kueue", "quota", "efa", "rdma"],
+    remediation_steps=(
+        "Label the workload with kueue.x-k8s.io/queue-name: <LocalQueue>; the stack exports the entrance "
+        "LocalQueue names per pool and namespace as 'localQueues' (gpustack-fnv64-<hash> under GPUStack)."
+    ),
+)
+
+kueue_fabric_keys_covered = StackValidationPolicy(
+    name="kueue-fabric-keys-covered",
+    display_name="ClusterQueues meter the fabric keys they admit",
+    description=(
+        "A ClusterQueue that admits fabric workloads lists their fabric keys in coveredResources, so Kueue "
+        "cannot admit more EFA/RDMA endpoints than the pool has."
+    ),
+    validate=_validate_coverage,
+    enforcement_level=EnforcementLevel.ADVISORY,
+    severity=Severity.LOW,
+    tags=["kueue", "quota", "efa", "rdma"],
+    remediation_steps=(
+        "Add the fabric keys to the ClusterQueue's coveredResources with a nominalQuota of interfaces per node x "
+        "node count (gpu_fabric.builders.kueue.cluster_queue does), or use queueOwner: standalone."
+    ),
+)

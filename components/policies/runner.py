@@ -1,0 +1,158 @@
+"""Run policies outside the engine: build the analyzer's argument objects from plain resources.
+
+``gpu-fabric check`` (over an offline render) and the tests (over builder output) use this, so both
+drive the policies exactly as the analyzer does: one ``ResourceValidationArgs`` per resource for
+resource policies, one ``StackValidationArgs`` for stack policies, props wrapped in the same
+unknown-checking proxy, and parents linked as ``PolicyResource`` objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.policy import _NotApplicableError
+from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+
+
+@dataclass(frozen=True)
+class PlainResource:
+    """A resource as the engine would describe it to the analyzer."""
+
+    type: str
+    name: str
+    urn: str
+    props: Mapping[str, Any]
+    parent: str = ""
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One violation a policy reported."""
+
+    policy: str
+    enforcement: EnforcementLevel
+    severity: Optional[str]
+    message: str
+    urn: str
+    """URN of the resource at fault ("" for the stack as a whole)."""
+
+    @property
+    def mandatory(self) -> bool:
+        return self.enforcement == EnforcementLevel.MANDATORY
+
+
+def options(parent: str = "") -> PolicyResourceOptions:
+    """Resource options as the analyzer builds them for a resource without special options."""
+    return PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], parent or None)
+
+
+def resource_args(resource: PlainResource, config: Optional[Mapping[str, Any]] = None) -> ResourceValidationArgs:
+    """``ResourceValidationArgs`` of one resource (props proxied as in ``Analyze``)."""
+    props = unknown_checking_proxy(_copy(resource.props))
+    return ResourceValidationArgs(resource.type, props, resource.urn, resource.name, options(resource.parent), None, config)
+
+
+def stack_args(resources: Sequence[PlainResource], config: Optional[Mapping[str, Any]] = None) -> StackValidationArgs:
+    """``StackValidationArgs`` of a whole stack, parents and dependencies linked as in ``AnalyzeStack``."""
+    policy_resources = [
+        PolicyResource(r.type, unknown_checking_proxy(_copy(r.props)), r.urn, r.name, options(r.parent), None, None, [], {})
+        for r in resources
+    ]
+    by_urn = {pr.urn: pr for pr in policy_resources}
+    for resource, policy_resource in zip(resources, policy_resources):
+        if resource.parent in by_urn:
+            policy_resource.parent = by_urn[resource.parent]
+    return StackValidationArgs(policy_resources, config)
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_copy(item) for item in value]
+    return value
+
+
+def _settle(result: Any) -> None:
+    if inspect.isawaitable(result):
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(result)
+        finally:
+            loop.close()
+
+
+def _severity(policy: Policy) -> Optional[str]:
+    return policy.severity.value if policy.severity is not None else None
+
+
+def _enforcement(policy: Policy, default: EnforcementLevel) -> EnforcementLevel:
+    level = policy.enforcement_level or default
+    return EnforcementLevel.MANDATORY if level == EnforcementLevel.REMEDIATE else level
+
+
+def run_policy(
+    policy: Policy,
+    resources: Sequence[PlainResource],
+    config: Optional[Mapping[str, Any]] = None,
+    default_enforcement: EnforcementLevel = EnforcementLevel.MANDATORY,
+) -> list[Violation]:
+    """Every violation ``policy`` reports over ``resources`` (each resource, or the stack once).
+
+    A policy that touches a value unknown at preview yields an advisory violation, as in the
+    analyzer; a policy that declares itself not applicable yields nothing.
+    """
+    enforcement = _enforcement(policy, default_enforcement)
+    if enforcement == EnforcementLevel.DISABLED:
+        return []
+    found: list[Violation] = []
+
+    def reporter(default_urn: str, fixed: bool):
+        def report(message: str, urn: Optional[str] = None) -> None:
+            target = default_urn if fixed else (urn or "")
+            found.append(Violation(policy.name, enforcement, _severity(policy), message, target))
+        return report
+
+    def attempt(call, default_urn: str) -> None:
+        try:
+            call()
+        except UnknownValueError as error:
+            found.append(Violation(policy.name, EnforcementLevel.ADVISORY, _severity(policy),
+                                   f"can't run policy during preview: {error.message}", default_urn))
+        except _NotApplicableError:
+            pass
+
+    if isinstance(policy, ResourceValidationPolicy):
+        for resource in resources:
+            args = resource_args(resource, config)
+            attempt(lambda: _settle(policy.validate(args, reporter(resource.urn, True))), resource.urn)
+    elif isinstance(policy, StackValidationPolicy):
+        args = stack_args(resources, config)
+        attempt(lambda: _settle(policy.validate(args, reporter("", False))), "")
+    return found
+
+
+def run_policies(
+    policies: Iterable[Policy],
+    resources: Sequence[PlainResource],
+    config: Optional[Mapping[str, Mapping[str, Any]]] = None,
+) -> list[Violation]:
+    """Every violation of every policy; ``config`` maps policy names to their configuration."""
+    violations: list[Violation] = []
+    for policy in policies:
+        violations.extend(run_policy(policy, resources, (config or {}).get(policy.name)))
+    return violations

@@ -1,0 +1,160 @@
+"""Policy c: the EFA security group lets all traffic in from and out to itself, and nothing in from anywhere.
+
+EFA's SRD traffic needs a self-referencing rule in *both* directions; an ``egress 0.0.0.0/0`` rule
+does not cover it (symptom: "Unresponsive receiver"). The EFA security groups are found from the
+EFA launch templates (those with ``efa``/``efa-only`` interfaces):
+
+* security groups registered by the same component as the launch template (``EfaNodeGroup``
+  registers the group, its two self rules and the template together);
+* security groups tagged ``gpu-fabric.io/efa-security-group`` (hand-written stacks).
+
+Rules come in three forms, all supported: inline ``ingress``/``egress`` blocks with ``self: true``
+on ``aws:ec2/securityGroup:SecurityGroup``; ``aws:vpc/securityGroupIngressRule`` /
+``securityGroupEgressRule`` resources (``referencedSecurityGroupId``); and
+``aws:ec2/securityGroupRule:SecurityGroupRule`` (``type`` ingress/egress, ``self: true`` or
+``sourceSecurityGroupId``).
+
+Preview-time limitation: a new security group's id is unknown at preview, so a rule's
+``securityGroupId`` and ``referencedSecurityGroupId`` cannot be compared as values. A rule is tied
+to its group by the engine's property dependencies when it sends them (``AnalyzeStack`` does), and
+otherwise by being registered under the same parent as exactly one security group; two unknown ids
+on such a sibling rule count as "itself". Launch templates whose groups are outside the stack
+(known ``sg-...`` ids) cannot be checked here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional, Sequence
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
+
+from gpu_fabric.policies._props import (
+    SECURITY_GROUP_TYPE,
+    Resource,
+    as_list,
+    as_mapping,
+    is_efa_launch_template,
+    is_unknown,
+    known_str,
+    siblings,
+    stack_resources,
+    truthy,
+)
+
+EFA_SECURITY_GROUP_TAG = "gpu-fabric.io/efa-security-group"
+INGRESS_RULE_TYPE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+EGRESS_RULE_TYPE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+LEGACY_RULE_TYPE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+ALL_PROTOCOLS = ("-1", "all")
+OPEN_CIDRS = ("0.0.0.0/0", "::/0")
+
+
+def _all_protocols(value: Any) -> bool:
+    return known_str(value) in ALL_PROTOCOLS or value == -1
+
+
+def efa_security_groups(resources: Sequence[Resource]) -> list[Resource]:
+    """The security groups that guard EFA interfaces (see the module docstring)."""
+    found: dict[str, Resource] = {}
+    for template in resources:
+        if is_efa_launch_template(template):
+            for group in siblings(template, resources, SECURITY_GROUP_TYPE):
+                found[group.urn] = group
+    for group in resources:
+        if group.type == SECURITY_GROUP_TYPE and EFA_SECURITY_GROUP_TAG in as_mapping(group.props.get("tags")):
+            found[group.urn] = group
+    return list(found.values())
+
+
+def _target_group(rule: Resource, key: str, groups: Sequence[Resource], resources: Sequence[Resource]) -> Optional[Resource]:
+    """The security group whose id the rule's input ``key`` holds."""
+    dependencies = rule.property_dependencies.get(key)
+    if dependencies:
+        return next((g for g in groups if g.urn in dependencies), None)
+    sibling_groups = [g for g in resources if g.type == SECURITY_GROUP_TYPE and g.parent and g.parent == rule.parent]
+    if len(sibling_groups) == 1 and sibling_groups[0] in groups:
+        return sibling_groups[0]
+    return None
+
+
+def _refers_to_itself(rule: Resource, own_key: str, other_key: str, group: Resource) -> bool:
+    dependencies = rule.property_dependencies.get(other_key)
+    if dependencies:
+        return group.urn in dependencies
+    own, other = rule.props.get(own_key), rule.props.get(other_key)
+    if is_unknown(own) and is_unknown(other):
+        return True  # both the one sibling group's unknown id (see the module docstring)
+    return known_str(other) is not None and known_str(other) == known_str(own)
+
+
+def _rules(group: Resource, resources: Sequence[Resource], groups: Sequence[Resource]) -> Iterable[tuple[str, bool, bool, list[str]]]:
+    """(direction, all protocols, to/from itself, open CIDRs) of every rule of ``group``."""
+    for direction in ("ingress", "egress"):
+        for rule in as_list(group.props.get(direction)):
+            rule = as_mapping(rule)
+            cidrs = [str(c) for c in [*as_list(rule.get("cidrBlocks")), *as_list(rule.get("ipv6CidrBlocks"))] if known_str(c)]
+            yield direction, _all_protocols(rule.get("protocol")), truthy(rule.get("self")), cidrs
+    for rule in resources:
+        if rule.type in (INGRESS_RULE_TYPE, EGRESS_RULE_TYPE):
+            if _target_group(rule, "securityGroupId", groups, resources) is not group:
+                continue
+            direction = "ingress" if rule.type == INGRESS_RULE_TYPE else "egress"
+            self_rule = "referencedSecurityGroupId" in rule.props and _refers_to_itself(
+                rule, "securityGroupId", "referencedSecurityGroupId", group)
+            cidrs = [c for c in (known_str(rule.props.get("cidrIpv4")), known_str(rule.props.get("cidrIpv6"))) if c]
+            yield direction, _all_protocols(rule.props.get("ipProtocol")), self_rule, cidrs
+        elif rule.type == LEGACY_RULE_TYPE:
+            if _target_group(rule, "securityGroupId", groups, resources) is not group:
+                continue
+            self_rule = truthy(rule.props.get("self")) or (
+                "sourceSecurityGroupId" in rule.props
+                and _refers_to_itself(rule, "securityGroupId", "sourceSecurityGroupId", group))
+            cidrs = [str(c) for c in [*as_list(rule.props.get("cidrBlocks")), *as_list(rule.props.get("ipv6CidrBlocks"))] if known_str(c)]
+            yield known_str(rule.props.get("type")) or "ingress", _all_protocols(rule.props.get("protocol")), self_rule, cidrs
+
+
+def group_findings(group: Resource, resources: Sequence[Resource], groups: Sequence[Resource]) -> list[str]:
+    """Every problem of one EFA security group."""
+    rules = list(_rules(group, resources, groups))
+    problems = []
+    for direction, phrase in (("ingress", "inbound from"), ("egress", "outbound to")):
+        if not any(d == direction and protocols and self_rule for d, protocols, self_rule, _ in rules):
+            problems.append(
+                f"security group {group.name} guards EFA interfaces but has no rule allowing all protocols "
+                f"{phrase} itself (EFA SRD traffic needs both directions; 0.0.0.0/0 egress does not cover it)"
+            )
+    for direction, _, _, cidrs in rules:
+        open_cidrs = [c for c in cidrs if c in OPEN_CIDRS]
+        if direction == "ingress" and open_cidrs:
+            problems.append(f"security group {group.name} guards EFA interfaces and allows ingress from {', '.join(open_cidrs)}")
+    return problems
+
+
+def _validate(args: StackValidationArgs, report_violation: Any) -> None:
+    resources = stack_resources(args)
+    groups = efa_security_groups(resources)
+    for group in groups:
+        for problem in group_findings(group, resources, groups):
+            report_violation(problem, group.urn)
+
+
+efa_security_group_self_rules = StackValidationPolicy(
+    name="efa-security-group-self-rules",
+    display_name="EFA security groups allow all traffic to and from themselves",
+    description=(
+        "The security group of EFA interfaces allows all protocols inbound from itself and outbound to "
+        "itself, and allows no ingress from 0.0.0.0/0 or ::/0."
+    ),
+    validate=_validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    tags=["aws", "efa", "security-group", "network"],
+    remediation_steps=(
+        "Add two self rules to the EFA security group: an ingress and an egress rule with ipProtocol -1 whose "
+        "referencedSecurityGroupId is the group itself (aws.vpc.SecurityGroupIngressRule/EgressRule), or inline "
+        "ingress/egress blocks with protocol -1 and self: true. gpu_fabric.aws.node_group builds both "
+        "(efa_self_ingress_rule_inputs / efa_self_egress_rule_inputs). Remove 0.0.0.0/0 ingress; reach nodes "
+        "through the cluster security group instead."
+    ),
+    url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html#efa-start-security",
+)

@@ -1,0 +1,102 @@
+"""Policy f: fabric pools align accelerators and NICs on NUMA nodes (kubelet TopologyManager).
+
+Two policies, since enforcement is per policy:
+
+* ``fabric-pool-topology`` (mandatory): a fabric pool's TopologyManager policy is not ``none``, and
+  its CPU manager settings are consistent (``static`` needs reserved CPUs; policy options only with
+  ``static``) -- read back through :class:`gpu_fabric.topology.KubeletTopology`, the model the node
+  user data is rendered from;
+* ``fabric-pool-topology-alignment`` (advisory): ``best-effort`` admits misaligned pods; use
+  ``restricted`` or ``single-numa-node``.
+
+A pool without a ``topology`` block gets the fabric default (``restricted``/``container``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
+
+from gpu_fabric.policies._props import pool_facts, stack_resources
+
+ALIGNED_POLICIES = ("restricted", "single-numa-node")
+
+
+def _topology_settings(topology: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "policy": topology.get("policy", "restricted"),
+        "cpuManagerPolicy": topology.get("cpuManagerPolicy", "none"),
+        "reservedSystemCPUs": topology.get("reservedSystemCPUs", topology.get("reservedSystemCpus")),
+    }
+
+
+def mandatory_findings(topology: Mapping[str, Any]) -> list[str]:
+    """Problems that make a fabric pool's topology wrong (not merely weak)."""
+    from pydantic import ValidationError
+
+    from gpu_fabric.topology import KubeletTopology
+
+    problems = []
+    if topology.get("policy") == "none":
+        problems.append("TopologyManager policy 'none' does not align accelerators and NICs; use 'restricted' or 'single-numa-node'")
+    try:
+        KubeletTopology.model_validate(dict(topology))
+    except ValidationError as error:
+        for item in error.errors():
+            location = ".".join(str(part) for part in item["loc"]) or "topology"
+            problems.append(f"{location}: {item['msg'].removeprefix('Value error, ')}")
+    return problems
+
+
+def _fabric_pools(args: StackValidationArgs):
+    return [p for p in pool_facts(stack_resources(args)) if p.fabric != "none" and p.topology is not None]
+
+
+def _validate_mandatory(args: StackValidationArgs, report_violation: Any) -> None:
+    for pool in _fabric_pools(args):
+        for problem in mandatory_findings(pool.topology or {}):
+            report_violation(f"{pool.fabric} pool {pool.name}: topology: {problem}", pool.urn)
+
+
+def _validate_advisory(args: StackValidationArgs, report_violation: Any) -> None:
+    for pool in _fabric_pools(args):
+        policy = (pool.topology or {}).get("policy", "restricted")
+        if policy == "best-effort":
+            report_violation(
+                f"{pool.fabric} pool {pool.name}: TopologyManager policy 'best-effort' admits pods whose accelerators "
+                "and NICs sit on different NUMA nodes; use 'restricted' or 'single-numa-node'",
+                pool.urn,
+            )
+
+
+fabric_pool_topology = StackValidationPolicy(
+    name="fabric-pool-topology",
+    display_name="Fabric pools run an aligning, consistent kubelet topology",
+    description=(
+        "A fabric (EFA/RDMA) pool's kubelet TopologyManager policy is not 'none', and its CPU manager "
+        "settings are consistent: cpuManagerPolicy 'static' reserves system CPUs, CPU manager options only with 'static'."
+    ),
+    validate=_validate_mandatory,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.MEDIUM,
+    tags=["kubelet", "numa", "topology"],
+    remediation_steps=(
+        "Set the pool's topology.policy to 'restricted' (the fabric default) or 'single-numa-node'. With "
+        "cpuManagerPolicy 'static' set reservedSystemCPUs (for example '0-1'); drop cpuManagerPolicyOptions otherwise."
+    ),
+)
+
+fabric_pool_topology_alignment = StackValidationPolicy(
+    name="fabric-pool-topology-alignment",
+    display_name="Fabric pools enforce NUMA alignment",
+    description="A fabric pool's TopologyManager policy is 'restricted' or 'single-numa-node', not the merely preferring 'best-effort'.",
+    validate=_validate_advisory,
+    enforcement_level=EnforcementLevel.ADVISORY,
+    severity=Severity.LOW,
+    tags=["kubelet", "numa", "topology"],
+    remediation_steps=(
+        "Set topology.policy to 'restricted' (rejects pods whose devices cannot be aligned) or 'single-numa-node'; "
+        "pair it with whole-node or NUMA-sized requests, since rejected pods are not rescheduled."
+    ),
+)

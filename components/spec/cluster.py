@@ -1,0 +1,62 @@
+"""Cluster-wide settings: which device plugins the stack deploys, and how it reaches Kubernetes."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import Field, model_validator
+
+from gpu_fabric.spec.base import SpecModel
+
+
+class EfaPluginSettings(SpecModel):
+    """AWS's EFA device plugin (``vpc.amazonaws.com/efa``)."""
+
+    deploy: bool = True
+    """Deploy it for the stack's EFA pools; ``false`` when something else installs it (not verifiable here)."""
+    namespace: str = "kube-system"
+    image_repository: Optional[str] = None
+    """Default: the us-west-2 EKS ECR repository; use your region's."""
+    image_tag: Optional[str] = None
+    """Default ``v0.5.20`` (P6 instances need at least ``v0.5.6``)."""
+
+
+class DeviceManagerSettings(SpecModel):
+    """GPUStack's Device Manager, which advertises ``device.gpustack.ai/rdma*`` on RDMA nodes."""
+
+    deployed_by: Literal["operator-chart", "stack"] = "operator-chart"
+    """``operator-chart`` when the GPUStack chart runs its own (the default chart does); ``stack`` otherwise."""
+    namespace: str = "gpustack-system"
+    release_name: str = "gpustack-operator"
+    image: Optional[str] = None
+    image_tag: Optional[str] = None
+    """Pin the operator version you validate against."""
+
+
+class DevicePluginSettings(SpecModel):
+    """The device plugins that make fabric NICs schedulable."""
+
+    efa: EfaPluginSettings = Field(default_factory=EfaPluginSettings)
+    device_manager: DeviceManagerSettings = Field(default_factory=DeviceManagerSettings)
+
+
+class EksClusterRef(SpecModel):
+    """An existing EKS cluster, reached with ``aws eks get-token`` (exec authentication)."""
+
+    name: str
+    region: Optional[str] = None
+    """Defaults to the AWS provider's region (``aws:region``)."""
+
+
+class KubernetesTarget(SpecModel):
+    """Where the Kubernetes objects go; the ambient kubeconfig when omitted."""
+
+    eks_cluster: Optional[EksClusterRef] = None
+    context: Optional[str] = None
+    """A context of the ambient kubeconfig."""
+
+    @model_validator(mode="after")
+    def _one_target(self) -> "KubernetesTarget":
+        if self.eks_cluster and self.context:
+            raise ValueError("set either eksCluster or context, not both")
+        return self
