@@ -15,6 +15,7 @@ from typing import Sequence
 COMMAND_MODULES: tuple[str, ...] = (
     "gpu_fabric.cli.render",
     "gpu_fabric.cli.lint",
+    "gpu_fabric.cli.check",
     "gpu_fabric.cli.efa_info",
 )
 

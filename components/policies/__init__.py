@@ -4,24 +4,49 @@
 starts a gRPC server and never returns). Another team composes its own pack from these objects::
 
     from pulumi_policy import PolicyPack
-    from gpu_fabric.policies import ALL_POLICIES, transfer_path_consistency
+    from gpu_fabric.policies import ALL_POLICIES
 
     PolicyPack("platform", policies=[*ALL_POLICIES, *my_policies])
 
 Every policy reads only values known at preview (names, labels, spec fields), one concern per
-module; ``gpu-fabric check`` runs the same objects over an offline render of a stack.
+module; ``gpu-fabric check`` runs the same objects over an offline render of a stack
+(:mod:`gpu_fabric.policies.runner`).
 """
 
 from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from gpu_fabric.policies.transfer_paths import transfer_path_consistency
+from gpu_fabric.policies.device_plugins import device_plugin_coverage
 from gpu_fabric.policies.efa_interfaces import efa_launch_template_interfaces
+from gpu_fabric.policies.kueue import kueue_fabric_keys_covered, kueue_fabric_workload_queue
+from gpu_fabric.policies.kv_cache import kv_cache_transport_fabric
+from gpu_fabric.policies.node_groups import efa_node_group_placement
+from gpu_fabric.policies.security import (
+    launch_template_ebs_encrypted,
+    launch_template_imdsv2,
+    model_deployment_unprivileged_roles,
+    mooncake_members_unprivileged,
+)
+from gpu_fabric.policies.security_groups import efa_security_group_self_rules
+from gpu_fabric.policies.topology import fabric_pool_topology, fabric_pool_topology_alignment
+from gpu_fabric.policies.transfer_paths import transfer_path_consistency
 
 ALL_POLICIES: list[Policy] = [
     transfer_path_consistency,
     efa_launch_template_interfaces,
+    efa_security_group_self_rules,
+    efa_node_group_placement,
+    device_plugin_coverage,
+    fabric_pool_topology,
+    fabric_pool_topology_alignment,
+    kv_cache_transport_fabric,
+    kueue_fabric_workload_queue,
+    kueue_fabric_keys_covered,
+    mooncake_members_unprivileged,
+    launch_template_imdsv2,
+    launch_template_ebs_encrypted,
+    model_deployment_unprivileged_roles,
 ]
 """Every policy, in the order the pack lists them."""
 
@@ -30,6 +55,18 @@ POLICIES_BY_NAME: dict[str, Policy] = {policy.name: policy for policy in ALL_POL
 __all__ = [
     "ALL_POLICIES",
     "POLICIES_BY_NAME",
+    "device_plugin_coverage",
     "efa_launch_template_interfaces",
+    "efa_node_group_placement",
+    "efa_security_group_self_rules",
+    "fabric_pool_topology",
+    "fabric_pool_topology_alignment",
+    "kueue_fabric_keys_covered",
+    "kueue_fabric_workload_queue",
+    "kv_cache_transport_fabric",
+    "launch_template_ebs_encrypted",
+    "launch_template_imdsv2",
+    "model_deployment_unprivileged_roles",
+    "mooncake_members_unprivileged",
     "transfer_path_consistency",
 ]

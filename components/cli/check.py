@@ -1,0 +1,65 @@
+"""``gpu-fabric check --stack NAME``: the policy pack over an offline render of the stack.
+
+The stack program runs under Pulumi's mock runtime (``gpu_fabric.render``), then every policy of
+``gpu_fabric.policies.ALL_POLICIES`` runs as the analyzer would run it: one
+``ResourceValidationArgs`` per resource for resource policies, one ``StackValidationArgs`` with
+every resource (parents linked) for stack policies (``gpu_fabric.policies.runner``). Exit 1 on
+any mandatory violation, 0 otherwise, 2 on a bad configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Sequence
+
+from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``check`` sub-command."""
+    parser = subparsers.add_parser("check", help="run the policy pack over a stack rendered offline")
+    parser.add_argument("--stack", required=True, help="stack name (stacks/Pulumi.NAME.yaml)")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Render, run the policies, print the grouped report; exit 1 on a mandatory violation."""
+    from gpu_fabric.cli.render import render_or_report
+    from gpu_fabric.policies import ALL_POLICIES
+    from gpu_fabric.policies.runner import PlainResource, run_policies
+
+    result = render_or_report(args.stack, args.project)
+    if result is None:
+        return EXIT_USAGE
+    resources = [PlainResource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
+    violations = run_policies(ALL_POLICIES, resources)
+    print(report(args.stack, len(resources), len(ALL_POLICIES), violations))
+    return EXIT_FINDINGS if any(v.mandatory for v in violations) else EXIT_OK
+
+
+def _resource_label(urn: str) -> str:
+    if not urn:
+        return "(stack)"
+    parts = urn.split("::")
+    return f"{parts[-1]} ({parts[-2].split('$')[-1]})" if len(parts) >= 4 else urn
+
+
+def report(stack: str, resource_count: int, policy_count: int, violations: Sequence) -> str:
+    """Violations grouped by policy: severity, enforcement, then one line per resource and message."""
+    mandatory = sum(1 for v in violations if v.mandatory)
+    lines = [f"stack {stack}: {resource_count} resources checked against {policy_count} policies"]
+    groups: dict[str, list] = {}
+    for violation in violations:
+        groups.setdefault(violation.policy, []).append(violation)
+    for policy, found in groups.items():
+        first = found[0]
+        lines.append(f"{policy} [{first.enforcement.value}, severity {first.severity or 'unspecified'}]")
+        for violation in found:
+            lines.append(f"  {_resource_label(violation.urn)}")
+            for line in violation.message.splitlines():
+                lines.append(f"    {line}")
+    lines.append(f"{mandatory} mandatory, {len(violations) - mandatory} advisory violation(s)"
+                 if violations else "no policy violations")
+    return "\n".join(lines)
