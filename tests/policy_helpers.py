@@ -97,3 +97,21 @@ __all__ = [
     "PlainResource", "Violation", "assert_metadata", "assert_no_violations", "assert_violation", "component",
     "k8s", "messages", "rendered", "resource", "resource_args", "run", "stack_args", "urn",
 ]
+
+
+def replace_props(resources: Sequence[PlainResource], match, change) -> list[PlainResource]:
+    """A copy of ``resources`` where each resource ``match(r)`` accepts gets ``change(props)`` applied
+    (``change`` edits the copied props in place or returns new ones)."""
+    out = []
+    for r in resources:
+        if match(r):
+            props = copy.deepcopy(dict(r.props))
+            props = change(props) or props
+            r = PlainResource(r.type, r.name, r.urn, props, r.parent)
+        out.append(r)
+    return out
+
+
+def of_type(suffix: str, name_contains: str = ""):
+    """A ``match`` for :func:`replace_props`: type ends with ``suffix`` and name contains the text."""
+    return lambda r: r.type.endswith(suffix) and name_contains in r.name

@@ -11,7 +11,6 @@ import copy
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import grpc
 import pytest
@@ -26,7 +25,7 @@ from gpu_fabric.efa import PlannedInterface, plan_interfaces
 from gpu_fabric.spec.gpustack import ModelDeploymentSpec
 from gpu_fabric.transfer import MSG_NO_FABRIC_LEG
 
-from policy_helpers import PROJECT_DIR, rendered, urn
+from policy_helpers import PROJECT_DIR, urn
 
 PACK_DIR = PROJECT_DIR / "policy"
 UNKNOWN_STRING = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's "unknown string" sentinel

@@ -212,18 +212,7 @@ def kubernetes_objects(resources: Iterable[Resource]) -> list[Resource]:
     return [r for r in resources if r.is_kubernetes_object]
 
 
-def manifest(resource: Resource) -> dict[str, Any]:
-    """The manifest of a Kubernetes resource (its props), with ``kind`` normalised for patches.
-
-    A ``...Patch`` type (server-side apply) carries the same manifest as the object it adopts.
-    """
-    return dict(resource.props)
-
-
 # -- workloads ---------------------------------------------------------------------------------------
-
-WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet", "LeaderWorkerSet")
-
 
 def pod_spec_of(obj: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
     """The pod spec of a Pod or of a workload's pod template (CronJob: its job template)."""
@@ -420,8 +409,8 @@ def _pool_from_node_group(resource: Resource, resources: Sequence[Resource]) -> 
 def pool_facts(resources: Sequence[Resource]) -> list[PoolFacts]:
     """Every pool of the stack: KueuePool specs, then node groups no KueuePool accounts for.
 
-    A node group accounts to a KueuePool when it is registered under it, or when it carries every
-    one of the pool's (non-empty) nodeLabels.
+    A node group accounts to a KueuePool when it is registered under it, when it carries every one
+    of the pool's (non-empty) nodeLabels, or when its instance types are the pool's ``aws`` ones.
     """
     by_urn = {r.urn: r for r in resources}
     pools = [p for r in resources if r.type == KUEUE_POOL_TYPE if (p := _pool_from_spec(r)) is not None]
@@ -432,10 +421,15 @@ def pool_facts(resources: Sequence[Resource]) -> list[PoolFacts]:
         if any(a.urn in pool_urns for a in ancestors(resource, by_urn)):
             continue
         labels = {str(k): str(v) for k, v in as_mapping(resource.props.get("labels")).items()}
-        if any(_claims(p, labels) for p in pools):
+        candidate = _pool_from_node_group(resource, resources)
+        if any(_claims(p, labels) or _same_instance_types(p, candidate) for p in pools):
             continue
-        pools.append(_pool_from_node_group(resource, resources))
+        pools.append(candidate)
     return pools
+
+
+def _same_instance_types(pool: PoolFacts, node_group: PoolFacts) -> bool:
+    return bool(pool.instance_types) and set(node_group.instance_types) <= set(pool.instance_types) and pool.fabric == node_group.fabric
 
 
 def _claims(pool: PoolFacts, node_group_labels: Mapping[str, str]) -> bool:

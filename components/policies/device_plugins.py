@@ -7,8 +7,10 @@ back to sockets. The decision is :mod:`gpu_fabric.coverage` (the one the compone
 * EFA pools need a DaemonSet advertising ``vpc.amazonaws.com/efa`` that schedules on their labels
   and taints; an EFA plugin must not schedule on pools without EFA (it crash-loops there);
 * RDMA pools need GPUStack's Device Manager -- or the GPUStack operator chart deploys it. The
-  stack says so when the operator owns its queues (``queueOwner: gpustack``: the operator and its
-  chart are installed), or when it installs the ``gpustack-operator`` Helm chart. Policy config
+  stack says so with ``devicePlugins.deviceManager.deployedBy: operator-chart`` on the GpuFabric
+  component's inputs; without that input, when the operator owns its queues (``queueOwner:
+  gpustack``: the operator and its chart are installed), or when the stack installs the
+  ``gpustack-operator`` Helm chart. Policy config
   ``operatorChartDeploysDeviceManagers`` overrides that inference; ``manufacturersServed`` lists the
   chart's ``global.manufacturers``.
 """
@@ -19,7 +21,7 @@ from typing import Any, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.policies._props import PoolFacts, Resource, as_mapping, known_str, pool_facts, queue_owner, stack_resources
+from gpu_fabric.policies._props import GPU_FABRIC_TYPE, PoolFacts, Resource, as_mapping, known_str, pool_facts, queue_owner, stack_resources
 
 OPERATOR_CHART = "gpustack-operator"
 HELM_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v3:Chart", "kubernetes:helm.sh/v4:Chart")
@@ -40,7 +42,21 @@ def operator_chart_deploys_device_managers(resources: Sequence[Resource], config
     """Whether RDMA pools are served by the operator chart's own Device Managers."""
     if "operatorChartDeploysDeviceManagers" in config:
         return bool(config["operatorChartDeploysDeviceManagers"])
+    declared = declared_device_manager_source(resources)
+    if declared is not None:
+        return declared == "operator-chart"
     return queue_owner(resources) == "gpustack" or installs_operator_chart(resources)
+
+
+def declared_device_manager_source(resources: Sequence[Resource]) -> Optional[str]:
+    """``devicePlugins.deviceManager.deployedBy`` (``operator-chart`` or ``stack``) when the GpuFabric states it."""
+    for resource in resources:
+        if resource.type == GPU_FABRIC_TYPE:
+            settings = as_mapping(as_mapping(resource.props.get("devicePlugins")).get("deviceManager"))
+            source = known_str(settings.get("deployedBy"))
+            if source:
+                return source
+    return None
 
 
 def _placement(pool: PoolFacts, problems: list[tuple[str, str]]) -> Optional[Any]:

@@ -86,7 +86,8 @@ def _validate(args: ResourceValidationArgs, report_violation: Any) -> None:
     if not efa_interfaces(resource.props):
         return
     allow_fewer = bool(args.get_config().get("allowFewerEfaInterfaces", False))
-    problems, skipped = interface_findings(resource.props, allow_fewer)
+    # A template without a known instance type is checked for the type-independent rules only.
+    problems, _skipped = interface_findings(resource.props, allow_fewer)
     for problem in [*problems, *security_group_findings(resource.props)]:
         report_violation(problem, None)
 

@@ -8,7 +8,8 @@ not launch in it): AWS places such capacity.
 A node group is EFA when it carries ``vpc.amazonaws.com/efa.present: "true"`` or its launch
 template (referenced by a known name, or registered beside it) has EFA interfaces. Placement,
 reservations and Capacity Blocks are read from that launch template and the node group's
-``capacityType``.
+``capacityType``; a placement group created by the same component counts as the template's group
+when the template's ``placement`` refers to a value unknown at preview.
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ def node_group_findings(node_group: Resource, resources: Sequence[Resource]) -> 
     placement = as_mapping(template.props.get("placement"))
     group_name = placement.get("groupName") or placement.get("groupId")
     created = siblings(template, resources, PLACEMENT_GROUP_TYPE)
+    if not group_name and "placement" in template.props and created:
+        # A group created beside the template has no name before it exists (auto-named): the
+        # reference is unknown at preview and dropped by the offline render.
+        group_name = created[0].name
     if not reserved and not group_name:
         problems.append(
             f"EFA node group {node_group.name}: launch template {template.name} sets no placement group; EFA nodes "

@@ -23,14 +23,6 @@ from gpu_fabric.policies._props import pool_facts, stack_resources
 ALIGNED_POLICIES = ("restricted", "single-numa-node")
 
 
-def _topology_settings(topology: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "policy": topology.get("policy", "restricted"),
-        "cpuManagerPolicy": topology.get("cpuManagerPolicy", "none"),
-        "reservedSystemCPUs": topology.get("reservedSystemCPUs", topology.get("reservedSystemCpus")),
-    }
-
-
 def mandatory_findings(topology: Mapping[str, Any]) -> list[str]:
     """Problems that make a fabric pool's topology wrong (not merely weak)."""
     from pydantic import ValidationError

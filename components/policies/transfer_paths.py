@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, pool_facts, stack_resources
+from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, stack_resources
 from gpu_fabric.transfer import GPUSTACK_GROUP, analyze
 
 DEFAULT_NAMESPACE = "default"

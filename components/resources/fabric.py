@@ -80,26 +80,30 @@ class GpuFabric(pulumi.ComponentResource):
         if manager_args:
             GpuStackDeviceManager(f"{name}-device-manager", manager_args, child_options(self))
 
-        pools = [
-            KueuePool(f"{name}-{pool.name}", {
+        pools = {
+            pool.name: KueuePool(f"{name}-{pool.name}", {
                 "pool": pool.model_dump(by_alias=True, exclude_none=True),
                 "namespaces": list(config.namespaces),
                 "queueOwner": config.queue_owner,
             }, child_options(self))
             for pool in config.pools
-        ]
+        }
         cache = self._kv_cache(name, config)
         cache_objects = self._cache_manifests(config)
         manufacturers = {pool.name: pool.resolved_manufacturer for pool in config.pools if pool.resolved_manufacturer}
         for deployment in config.model_deployments:
+            # Depend on the exact LocalQueues the roles enter (a component dependency would expand
+            # to every queue of every namespace, which grows with the fleet squared).
+            queues = {role.instance_type: pools[role.instance_type].local_queue_resources[deployment.namespace]
+                      for role in deployment.roles}
             ModelDeployment(f"{name}-{deployment.namespace}-{deployment.name}", {
                 "deployment": deployment.model_dump(by_alias=True, exclude_none=True),
                 "apiVersion": config.gpustack_api_version,
                 "cacheObjects": cache_objects,
                 "manufacturers": manufacturers,
-            }, child_options(self, [*pools, *([cache] if cache else [])]))
+            }, child_options(self, [*queues.values(), *([cache] if cache else [])]))
 
-        self.local_queues = pulumi.Output.all(*[p.local_queue_names for p in pools]).apply(
+        self.local_queues = pulumi.Output.all(*[p.local_queue_names for p in pools.values()]).apply(
             lambda names: {pool.name: queues for pool, queues in zip(config.pools, names)})
         self.register_outputs({"localQueues": self.local_queues})
 

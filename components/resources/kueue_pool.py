@@ -40,6 +40,8 @@ class KueuePool(pulumi.ComponentResource):
 
         manifests = pool_kueue_manifests(pool, namespaces, owner)
         registered: dict[str, pulumi.Resource] = {}
+        self.local_queue_resources: dict[str, pulumi.Resource] = {}
+        """Namespace -> the LocalQueue resource, for precise ``depends_on`` of workloads."""
         for manifest in manifests:
             kind = manifest["kind"]
             if kind == "ResourceFlavor":
@@ -51,7 +53,8 @@ class KueuePool(pulumi.ComponentResource):
                 namespace = manifest["metadata"]["namespace"]
                 upstream = [registered["ClusterQueue"]] if "ClusterQueue" in registered else None
                 # Under GPUStack the operator creates the same queue: adopt it, never fight it.
-                register_manifest(f"{name}-lq-{namespace}", manifest, child_options(self, upstream), patch=owner == "gpustack")
+                self.local_queue_resources[namespace] = register_manifest(
+                    f"{name}-lq-{namespace}", manifest, child_options(self, upstream), patch=owner == "gpustack")
 
         self.cluster_queue_name = pulumi.Output.from_input(pool.name)
         self.local_queue_names = pulumi.Output.from_input({ns: local_queue_name(pool.name) for ns in namespaces})

@@ -1,0 +1,85 @@
+"""``gpu-fabric check``: each one-mistake configuration exits 1 naming its policy; the examples exit 0."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpu_fabric.cli import main
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (PROJECT_DIR / "stacks").glob("Pulumi.*.yaml"))
+
+
+def _aws_efa(change):
+    config = copy.deepcopy(yaml.safe_load((PROJECT_DIR / "stacks" / "Pulumi.aws-efa.yaml").read_text()))
+    change(config["config"])
+    return config
+
+
+def _pool(config, index=0):
+    return config["gpu-fabric:pools"][index]
+
+
+MISTAKES = {
+    "topology-none": (
+        "fabric-pool-topology",
+        lambda c: _pool(c)["topology"].update(policy="none"),
+    ),
+    "no-placement-group": (
+        "efa-node-group-placement",
+        lambda c: _pool(c)["aws"].update(placementGroup={"mode": "none"}),
+    ),
+    "no-efa-plugin": (
+        "device-plugin-coverage",
+        lambda c: c.update({"gpu-fabric:devicePlugins": {"efa": {"deploy": False}}}),
+    ),
+    "too-many-member-interfaces": (
+        "kv-cache-transport-fabric",
+        lambda c: c["gpu-fabric:kvCacheBackends"][0]["connection"]["managed"]["members"][0].update(fabricInterfaceCount=4),
+    ),
+}
+
+
+def _project(tmp_path: Path, stacks: dict[str, dict]) -> Path:
+    (tmp_path / "stacks").mkdir()
+    shutil.copy(PROJECT_DIR / "stacks" / "__main__.py", tmp_path / "stacks" / "__main__.py")
+    for name, document in stacks.items():
+        (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(document))
+    return tmp_path
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_example_stacks_pass(stack, capsys):
+    assert main(["check", "--project", str(PROJECT_DIR), "--stack", stack]) == 0, capsys.readouterr().out
+    assert "no policy violations" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_one_mistake_exits_1_naming_its_policy(mistake, tmp_path, capsys):
+    policy, change = MISTAKES[mistake]
+    project = _project(tmp_path, {"x": _aws_efa(change)})
+    assert main(["check", "--project", str(project), "--stack", "x"]) == 1
+    out = capsys.readouterr().out
+    assert f"{policy} [mandatory" in out
+    reported = [line.split(" [")[0] for line in out.splitlines() if " [mandatory" in line or " [advisory" in line]
+    assert reported == [policy], out
+
+
+def test_advisory_only_exits_0(tmp_path, capsys):
+    project = _project(tmp_path, {"x": _aws_efa(lambda c: _pool(c)["topology"].update(policy="best-effort"))})
+    assert main(["check", "--project", str(project), "--stack", "x"]) == 0
+    out = capsys.readouterr().out
+    assert "fabric-pool-topology-alignment [advisory, severity low]" in out
+    assert "0 mandatory, 1 advisory" in out
+
+
+def test_bad_configuration_exits_2(tmp_path, capsys):
+    project = _project(tmp_path, {"x": _aws_efa(lambda c: _pool(c).update(fabric="infiniband"))})
+    assert main(["check", "--project", str(project), "--stack", "x"]) == 2
+    assert main(["check", "--project", str(project), "--stack", "missing"]) == 2
+    assert "gpu-fabric:" in capsys.readouterr().err
