@@ -70,6 +70,8 @@ class GpuFabric(pulumi.ComponentResource):
             if pool.aws is not None:
                 EfaNodeGroup(f"{name}-{pool.name}-nodes", {
                     **pool.aws.model_dump(by_alias=True, exclude_none=True),
+                    # The pool's taints are the nodes' taints: the node group must set them.
+                    "taints": _eks_taints(pool.taint_dicts()),
                     "topology": pool.topology.model_dump(by_alias=True, exclude_none=True),
                     "poolLabels": pool.node_labels,
                 }, child_options(self), catalog=catalog)
@@ -126,6 +128,13 @@ class GpuFabric(pulumi.ComponentResource):
             *(kv_cache_pool(p, version) for p in config.kv_cache_pools),
             *(kv_cache_pool_binding(b, version) for b in config.kv_cache_pool_bindings),
         ]
+
+
+_EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+def _eks_taints(taints: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [{**taint, "effect": _EKS_EFFECT[taint["effect"]]} for taint in taints]
 
 
 def _check_node_groups(config: FabricConfig, catalog: InstanceCatalog) -> None:
