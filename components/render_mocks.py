@@ -7,6 +7,13 @@ from typing import Any
 import pulumi
 
 
+_COMPUTED = {
+    "aws:ec2/placementGroup:PlacementGroup": {"name": lambda args: args.name},
+    "aws:ec2/launchTemplate:LaunchTemplate": {"name": lambda args: args.name, "latestVersion": lambda args: 1},
+    "aws:ec2/securityGroup:SecurityGroup": {"name": lambda args: args.name},
+}
+
+
 class OfflineMocks(pulumi.runtime.Mocks):
     """Record every resource; answer data sources with deterministic offline values."""
 
@@ -15,8 +22,11 @@ class OfflineMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         self._recorded.append((args.typ, args.name, dict(args.inputs), bool(args.custom)))
-        # A stable id and the inputs as outputs: enough for names and references to resolve.
-        return f"{args.name}-id", dict(args.inputs)
+        # A stable id and the inputs as outputs, plus what the provider would compute that other
+        # resources read (auto-names, template versions): enough for references to resolve.
+        outputs = dict(args.inputs)
+        outputs.update({key: value(args) for key, value in _COMPUTED.get(args.typ, {}).items() if key not in outputs})
+        return f"{args.name}-id", outputs
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         if args.token == "aws:eks/getCluster:getCluster":

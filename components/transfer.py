@@ -363,7 +363,8 @@ def _analyze_backend(backend: Mapping[str, Any], findings: list[Finding], grants
     for group_index, (member, protocol) in enumerate(zip(members, member_group_protocols(backend))):
         member = member if isinstance(member, Mapping) else {}
         declared = member.get("fabricInterfaceCount")
-        count = 1 if declared is None else declared
+        # Engine-serialized props carry every number as a double, so 2.0 counts as 2.
+        count = 1 if declared is None else (int(declared) if isinstance(declared, float) and declared.is_integer() else declared)
         path = f"spec.connection.managed.members[{group_index}].fabricInterfaceCount"
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             findings.append(Finding("KVCacheBackend", name, path, "fabricInterfaceCount must be an integer of at least 1"))

@@ -109,3 +109,15 @@ def test_lint_resolves_references_across_files(tmp_path):
 def test_lint_missing_file_exits_2(tmp_path):
     run = gpu_fabric("lint", str(tmp_path / "absent.yaml"))
     assert run.returncode == 2 and "absent.yaml" in run.stderr
+
+
+def test_readme_main_job_renders_and_checks_every_example_stack(tmp_path):
+    shutil.copytree(PROJECT_DIR / "stacks", tmp_path / "stacks")
+    stacks = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (tmp_path / "stacks").glob("Pulumi.*.yaml"))
+    render = gpu_fabric("render", "--project", str(tmp_path))
+    assert render.returncode == 0, render.stderr
+    assert all((tmp_path / "out" / stack / "resources.json").is_file() for stack in stacks)
+    check = gpu_fabric("check", "--project", str(tmp_path))
+    assert check.returncode == 0, check.stdout
+    assert [line.split(":")[0] for line in check.stdout.splitlines() if line.startswith("stack ")] == \
+        [f"stack {stack}" for stack in stacks]

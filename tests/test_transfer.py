@@ -248,3 +248,10 @@ def test_operator_messages_are_verbatim():
     assert transfer.msg_conflicting_legs("rdma", "efa") == "cache and direct-transfer legs use rdma and efa"
     assert MSG_POOL_UNRESOLVED == "cache pool must resolve before requesting interfaces"
     assert MSG_BACKEND_UNRESOLVED == "cache backend must resolve before requesting interfaces"
+
+
+def test_engine_serialized_counts_are_whole_numbers():
+    # The engine sends every number as a double.
+    member_backend = backend(fabric_interface_count=2.0)
+    report = analyze([member_backend])
+    assert report.ok and dict(report.member_grants[0].resources) == {RDMA_EXCLUSIVE_KEY: 2}

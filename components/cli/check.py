@@ -1,4 +1,4 @@
-"""``gpu-fabric check --stack NAME``: the policy pack over an offline render of the stack.
+"""``gpu-fabric check [--stack NAME ...]``: the policy pack over an offline render of the stack.
 
 The stack program runs under Pulumi's mock runtime (``gpu_fabric.render``), then every policy of
 ``gpu_fabric.policies.ALL_POLICIES`` runs as the analyzer would run it: one
@@ -10,6 +10,7 @@ any mandatory violation, 0 otherwise, 2 on a bad configuration.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -19,24 +20,32 @@ from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``check`` sub-command."""
     parser = subparsers.add_parser("check", help="run the policy pack over a stack rendered offline")
-    parser.add_argument("--stack", required=True, help="stack name (stacks/Pulumi.NAME.yaml)")
+    parser.add_argument("--stack", action="append", dest="stacks", metavar="NAME",
+                        help="stack name (stacks/Pulumi.NAME.yaml); repeatable; default: every stack in stacks/")
     parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Render, run the policies, print the grouped report; exit 1 on a mandatory violation."""
-    from gpu_fabric.cli.render import render_or_report
+    from gpu_fabric.cli.render import render_or_report, selected_stacks
     from gpu_fabric.policies import ALL_POLICIES
     from gpu_fabric.policies.runner import PlainResource, run_policies
 
-    result = render_or_report(args.stack, args.project)
-    if result is None:
+    stacks = selected_stacks(args)
+    if not stacks:
+        print(f"gpu-fabric check: no stacks/Pulumi.*.yaml under {args.project}", file=sys.stderr)
         return EXIT_USAGE
-    resources = [PlainResource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
-    violations = run_policies(ALL_POLICIES, resources)
-    print(report(args.stack, len(resources), len(ALL_POLICIES), violations))
-    return EXIT_FINDINGS if any(v.mandatory for v in violations) else EXIT_OK
+    refused = False
+    for stack in stacks:
+        result = render_or_report(stack, args.project)
+        if result is None:
+            return EXIT_USAGE
+        resources = [PlainResource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
+        violations = run_policies(ALL_POLICIES, resources)
+        print(report(stack, len(resources), len(ALL_POLICIES), violations))
+        refused = refused or any(v.mandatory for v in violations)
+    return EXIT_FINDINGS if refused else EXIT_OK
 
 
 def _resource_label(urn: str) -> str:

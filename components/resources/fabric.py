@@ -62,7 +62,11 @@ class GpuFabric(pulumi.ComponentResource):
         config = load_config({key: args.get(key) for key in config_keys() if args.get(key) is not None})
         catalog = catalog or active_catalog()
         _check_node_groups(config, catalog)  # instance facts, before the first registration
-        super().__init__("gpu-fabric:index:GpuFabric", name, {"queueOwner": config.queue_owner}, opts)
+        # Stack-wide facts ride on the component's inputs so that policies can read them at preview.
+        super().__init__("gpu-fabric:index:GpuFabric", name, {
+            "queueOwner": config.queue_owner,
+            "devicePlugins": config.device_plugins.model_dump(by_alias=True, exclude_none=True),
+        }, opts)
         self.config: FabricConfig = config
         """The validated configuration this fabric was built from."""
 
