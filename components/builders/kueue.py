@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from gpu_fabric.builders.device_plugins import tolerations_for_taints
 from gpu_fabric.naming import local_queue_name
 from gpu_fabric.quantity import parse_quantity
 from gpu_fabric.spec.fabric import FabricConfig
@@ -63,17 +64,8 @@ def _scaled_memory(per_node: str, nodes: int) -> str:
 
 
 def tolerations_for(pool: PoolSpec) -> list[dict[str, Any]]:
-    """Tolerations matching every taint of the pool, in a stable order."""
-    tolerations = []
-    for taint in sorted(pool.taints, key=lambda t: (t.key, t.value or "", t.kubernetes_effect)):
-        toleration: dict[str, Any] = {"key": taint.key}
-        if taint.value is None:
-            toleration["operator"] = "Exists"
-        else:
-            toleration.update(operator="Equal", value=taint.value)
-        toleration["effect"] = taint.kubernetes_effect
-        tolerations.append(toleration)
-    return tolerations
+    """Tolerations matching every taint of the pool's nodes, in a stable order."""
+    return tolerations_for_taints(pool.taint_dicts())
 
 
 def resource_flavor(pool: PoolSpec) -> dict[str, Any]:
