@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
+from gpu_fabric.taints import normalize_effect
+
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 """Extended resource the AWS EFA device plugin advertises."""
 
@@ -55,15 +57,6 @@ PCI_VENDOR_IDS: Mapping[str, str] = {
 }
 """Accelerator manufacturer -> PCI vendor ID, as NFD spells it in its node labels."""
 
-_EFFECTS = {
-    "NoSchedule": "NoSchedule",
-    "NoExecute": "NoExecute",
-    "PreferNoSchedule": "PreferNoSchedule",
-    # EKS node group API spelling (aws eks create-nodegroup --taints, pulumi-aws NodeGroup).
-    "NO_SCHEDULE": "NoSchedule",
-    "NO_EXECUTE": "NoExecute",
-    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
-}
 
 # Effects that keep a pod off a node; PreferNoSchedule is only a scoring hint.
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -83,15 +76,6 @@ _HOST_NETWORK_DEFAULT_TOLERATION = {
     "operator": "Exists",
     "effect": "NoSchedule",
 }
-
-
-def normalize_effect(effect: str) -> str:
-    """Return the Kubernetes spelling of a taint effect, accepting EKS's ``NO_SCHEDULE`` style."""
-    try:
-        return _EFFECTS[effect]
-    except KeyError:
-        allowed = ", ".join(sorted(_EFFECTS))
-        raise ValueError(f"unknown taint effect {effect!r}; expected one of {allowed}") from None
 
 
 def nfd_pci_label(manufacturer: str) -> str:

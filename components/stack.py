@@ -50,7 +50,7 @@ def build_stack(name: str = "fabric") -> GpuFabric:
     config = load_config(values)  # every problem, with its path, before the first resource exists
     provider = kubernetes_provider(config.kubernetes)
     opts = pulumi.ResourceOptions(providers={"kubernetes": provider}) if provider else None
-    fabric = GpuFabric(name, values, opts)
+    fabric = GpuFabric(name, values, opts, validated=config)
     pulumi.export("localQueues", fabric.local_queues)
     return fabric
 

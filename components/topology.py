@@ -22,6 +22,7 @@ import yaml
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from gpu_fabric.spec.base import SpecModel
+from gpu_fabric.taints import normalize_effect
 
 TopologyManagerPolicy = Literal["none", "best-effort", "restricted", "single-numa-node"]
 TopologyManagerScope = Literal["container", "pod"]
@@ -56,14 +57,6 @@ BOTTLEROCKET_CPU_MANAGER_POLICY_OPTIONS: frozenset[str] = frozenset(
 BOTTLEROCKET_TOPOLOGY_POLICY_OPTIONS: frozenset[str] = frozenset(TOPOLOGY_POLICY_OPTION_KINDS)
 
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
-_KUBELET_TAINT_EFFECTS = {
-    "NO_SCHEDULE": "NoSchedule",
-    "NO_EXECUTE": "NoExecute",
-    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
-    "NoSchedule": "NoSchedule",
-    "NoExecute": "NoExecute",
-    "PreferNoSchedule": "PreferNoSchedule",
-}
 
 
 class TopologyRenderError(ValueError):
@@ -229,20 +222,12 @@ def kubelet_config_fields(topology: KubeletTopology) -> dict[str, Any]:
     return fields
 
 
-def kubelet_taint_effect(effect: str) -> str:
-    """Translate an EKS taint effect (``NO_SCHEDULE``) into the kubelet's spelling (``NoSchedule``)."""
-    try:
-        return _KUBELET_TAINT_EFFECTS[effect]
-    except KeyError:
-        raise ValueError(f"unknown taint effect {effect!r}") from None
-
-
 def _taint_parts(taint: Any) -> tuple[str, str, str]:
     if isinstance(taint, Mapping):
         key, value, effect = taint["key"], taint.get("value") or "", taint["effect"]
     else:
         key, value, effect = taint.key, taint.value or "", taint.effect
-    return key, value, kubelet_taint_effect(effect)
+    return key, value, normalize_effect(effect)
 
 
 # -- AL2023 / nodeadm ------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Policy, Severity
 
-from gpu_fabric.policies.runner import PlainResource, Violation, resource_args, run_policy, stack_args
+from gpu_fabric.policies._props import Resource
+from gpu_fabric.policies.runner import Violation, resource_args, run_policy, stack_args
 
 STACK = "test"
 PROJECT = "gpu-fabric"
@@ -26,17 +27,17 @@ def urn(type_: str, name: str, parent_types: Sequence[str] = ()) -> str:
     return f"urn:pulumi:{STACK}::{PROJECT}::{qualified}::{name}"
 
 
-def resource(type_: str, props: Mapping[str, Any], name: str = "r", parent: Optional[PlainResource] = None) -> PlainResource:
+def resource(type_: str, props: Mapping[str, Any], name: str = "r", parent: Optional[Resource] = None) -> Resource:
     """A resource of ``type_`` with ``props`` (copied), optionally under ``parent``."""
     parent_types: list[str] = []
     if parent is not None:
         qualified = parent.urn.split("::")[2]
         parent_types = qualified.split("$")
-    return PlainResource(type_, name, urn(type_, name, parent_types), copy.deepcopy(dict(props)), parent.urn if parent else "")
+    return Resource(type_, name, urn(type_, name, parent_types), copy.deepcopy(dict(props)), parent.urn if parent else "")
 
 
-def k8s(manifest: Mapping[str, Any], name: Optional[str] = None, parent: Optional[PlainResource] = None,
-        patch: bool = False) -> PlainResource:
+def k8s(manifest: Mapping[str, Any], name: Optional[str] = None, parent: Optional[Resource] = None,
+        patch: bool = False) -> Resource:
     """A pulumi-kubernetes resource carrying ``manifest`` (type from its apiVersion and kind)."""
     api_version, kind = manifest["apiVersion"], manifest["kind"]
     group_version = api_version if "/" in api_version else f"core/{api_version}"
@@ -46,27 +47,27 @@ def k8s(manifest: Mapping[str, Any], name: Optional[str] = None, parent: Optiona
     return resource(type_, manifest, name or default, parent)
 
 
-def component(type_: str, props: Mapping[str, Any], name: str) -> PlainResource:
+def component(type_: str, props: Mapping[str, Any], name: str) -> Resource:
     """A component resource (``gpu-fabric:index:...``)."""
     return resource(type_, props, name)
 
 
-def run(policy: Policy, resources: Iterable[PlainResource], config: Optional[Mapping[str, Any]] = None) -> list[Violation]:
+def run(policy: Policy, resources: Iterable[Resource], config: Optional[Mapping[str, Any]] = None) -> list[Violation]:
     """Every violation ``policy`` reports over ``resources``."""
     return run_policy(policy, list(resources), config)
 
 
-def messages(policy: Policy, resources: Iterable[PlainResource], config: Optional[Mapping[str, Any]] = None) -> list[str]:
+def messages(policy: Policy, resources: Iterable[Resource], config: Optional[Mapping[str, Any]] = None) -> list[str]:
     """The messages of every violation."""
     return [v.message for v in run(policy, resources, config)]
 
 
-def assert_no_violations(policy: Policy, resources: Iterable[PlainResource], config=None) -> None:
+def assert_no_violations(policy: Policy, resources: Iterable[Resource], config=None) -> None:
     found = run(policy, resources, config)
     assert not found, "\n".join(f"{v.urn}: {v.message}" for v in found)
 
 
-def assert_violation(policy: Policy, resources: Iterable[PlainResource], fragment: str, urn: Optional[str] = None,
+def assert_violation(policy: Policy, resources: Iterable[Resource], fragment: str, urn: Optional[str] = None,
                      config=None) -> Violation:
     """Assert one violation's message contains ``fragment`` (and it names ``urn``); return it."""
     found = run(policy, resources, config)
@@ -85,21 +86,21 @@ def assert_metadata(policy: Policy, enforcement: EnforcementLevel = EnforcementL
     assert policy.enforcement_level == enforcement
 
 
-def rendered(stack: str, project_dir: Path = PROJECT_DIR, config: Optional[dict] = None) -> list[PlainResource]:
+def rendered(stack: str, project_dir: Path = PROJECT_DIR, config: Optional[dict] = None) -> list[Resource]:
     """A stack rendered offline, as plain resources."""
     from gpu_fabric.render import render_stack
 
     result = render_stack(stack, project_dir, config=config)
-    return [PlainResource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
+    return [Resource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
 
 
 __all__ = [
-    "PlainResource", "Violation", "assert_metadata", "assert_no_violations", "assert_violation", "component",
+    "Resource", "Violation", "assert_metadata", "assert_no_violations", "assert_violation", "component",
     "k8s", "messages", "rendered", "resource", "resource_args", "run", "stack_args", "urn",
 ]
 
 
-def replace_props(resources: Sequence[PlainResource], match, change) -> list[PlainResource]:
+def replace_props(resources: Sequence[Resource], match, change) -> list[Resource]:
     """A copy of ``resources`` where each resource ``match(r)`` accepts gets ``change(props)`` applied
     (``change`` edits the copied props in place or returns new ones)."""
     out = []
@@ -107,7 +108,7 @@ def replace_props(resources: Sequence[PlainResource], match, change) -> list[Pla
         if match(r):
             props = copy.deepcopy(dict(r.props))
             props = change(props) or props
-            r = PlainResource(r.type, r.name, r.urn, props, r.parent)
+            r = Resource(r.type, r.name, r.urn, props, r.parent)
         out.append(r)
     return out
 

@@ -22,8 +22,8 @@ from gpu_fabric.coverage import (
     RDMA_RESOURCE,
     RDMA_SHARED_RESOURCE,
     nfd_pci_label,
-    normalize_effect,
 )
+from gpu_fabric.taints import normalize_effect
 
 MANAGED_BY = "gpu-fabric"
 

@@ -30,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
     """Render, run the policies, print the grouped report; exit 1 on a mandatory violation."""
     from gpu_fabric.cli.render import render_or_report, selected_stacks
     from gpu_fabric.policies import ALL_POLICIES
-    from gpu_fabric.policies.runner import PlainResource, run_policies
+    from gpu_fabric.policies._props import Resource
+    from gpu_fabric.policies.runner import run_policies
 
     stacks = selected_stacks(args)
     if not stacks:
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         result = render_or_report(stack, args.project)
         if result is None:
             return EXIT_USAGE
-        resources = [PlainResource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
+        resources = [Resource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
         violations = run_policies(ALL_POLICIES, resources)
         print(report(stack, len(resources), len(ALL_POLICIES), violations))
         refused = refused or any(v.mandatory for v in violations)

@@ -17,11 +17,18 @@ Pool facts (:class:`PoolFacts`) come from two places:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from pulumi_policy import PolicyResource, StackValidationArgs
+
+from gpu_fabric.spec.pool import (
+    ARCH_LABEL,
+    EFA_PRESENT_LABEL,
+    INSTANCE_TYPE_LABEL,
+    OS_LABEL,
+    platform_node_labels,
+)
 
 KUEUE_POOL_TYPE = "gpu-fabric:index:KueuePool"
 GPU_FABRIC_TYPE = "gpu-fabric:index:GpuFabric"
@@ -30,14 +37,7 @@ NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
 SECURITY_GROUP_TYPE = "aws:ec2/securityGroup:SecurityGroup"
 PLACEMENT_GROUP_TYPE = "aws:ec2/placementGroup:PlacementGroup"
 
-EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-OS_LABEL = "kubernetes.io/os"
-ARCH_LABEL = "kubernetes.io/arch"
 EFA_INTERFACE_TYPES = ("efa", "efa-only")
-
-# gpustack--nvidia-a10g-linux-amd64 -> (linux, amd64)
-_GPUSTACK_OS_ARCH = re.compile(r"^gpustack--.*-(?P<os>linux|windows)-(?P<arch>amd64|arm64|ppc64le|s390x)$")
 
 
 class _Unknown:
@@ -294,15 +294,8 @@ def effective_labels(
     ``gpustack--...-<os>-<arch>`` name tells ``kubernetes.io/os``/``arch``; a single-type AWS
     pool carries ``node.kubernetes.io/instance-type``.
     """
-    labels = {str(k): str(v) for k, v in node_labels.items() if not is_unknown(v)}
-    if fabric == "efa":
-        labels.setdefault(EFA_PRESENT_LABEL, "true")
-    match = _GPUSTACK_OS_ARCH.match(name)
-    if match:
-        labels.setdefault(OS_LABEL, match.group("os"))
-        labels.setdefault(ARCH_LABEL, match.group("arch"))
-    if len(instance_types) == 1:
-        labels.setdefault(INSTANCE_TYPE_LABEL, instance_types[0])
+    labels = platform_node_labels(name, efa=fabric == "efa", instance_types=instance_types)
+    labels.update({str(k): str(v) for k, v in node_labels.items() if not is_unknown(v)})
     return labels
 
 

@@ -27,16 +27,7 @@ from pulumi_policy import (
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-
-@dataclass(frozen=True)
-class PlainResource:
-    """A resource as the engine would describe it to the analyzer."""
-
-    type: str
-    name: str
-    urn: str
-    props: Mapping[str, Any]
-    parent: str = ""
+from gpu_fabric.policies._props import Resource
 
 
 @dataclass(frozen=True)
@@ -60,13 +51,13 @@ def options(parent: str = "") -> PolicyResourceOptions:
     return PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], parent or None)
 
 
-def resource_args(resource: PlainResource, config: Optional[Mapping[str, Any]] = None) -> ResourceValidationArgs:
+def resource_args(resource: Resource, config: Optional[Mapping[str, Any]] = None) -> ResourceValidationArgs:
     """``ResourceValidationArgs`` of one resource (props proxied as in ``Analyze``)."""
     props = unknown_checking_proxy(_copy(resource.props))
     return ResourceValidationArgs(resource.type, props, resource.urn, resource.name, options(resource.parent), None, config)
 
 
-def stack_args(resources: Sequence[PlainResource], config: Optional[Mapping[str, Any]] = None) -> StackValidationArgs:
+def stack_args(resources: Sequence[Resource], config: Optional[Mapping[str, Any]] = None) -> StackValidationArgs:
     """``StackValidationArgs`` of a whole stack, parents and dependencies linked as in ``AnalyzeStack``."""
     policy_resources = [
         PolicyResource(r.type, unknown_checking_proxy(_copy(r.props)), r.urn, r.name, options(r.parent), None, None, [], {})
@@ -107,7 +98,7 @@ def _enforcement(policy: Policy, default: EnforcementLevel) -> EnforcementLevel:
 
 def run_policy(
     policy: Policy,
-    resources: Sequence[PlainResource],
+    resources: Sequence[Resource],
     config: Optional[Mapping[str, Any]] = None,
     default_enforcement: EnforcementLevel = EnforcementLevel.MANDATORY,
 ) -> list[Violation]:
@@ -148,7 +139,7 @@ def run_policy(
 
 def run_policies(
     policies: Iterable[Policy],
-    resources: Sequence[PlainResource],
+    resources: Sequence[Resource],
     config: Optional[Mapping[str, Mapping[str, Any]]] = None,
 ) -> list[Violation]:
     """Every violation of every policy; ``config`` maps policy names to their configuration."""

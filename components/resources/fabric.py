@@ -7,7 +7,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 
 from gpu_fabric.aws.node_group import plan_node_group
-from gpu_fabric.builders.gpustack import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding
+from gpu_fabric.builders.gpustack import gpustack_manifests
 from gpu_fabric.catalog import InstanceCatalog, active_catalog
 from gpu_fabric.fabric_plan import device_manager_args, efa_plugin_args
 from gpu_fabric.resources.device_plugins import EfaDevicePlugin, GpuStackDeviceManager
@@ -18,6 +18,7 @@ from gpu_fabric.resources.kv_cache import KVCache
 from gpu_fabric.resources.model_deployment import ModelDeployment
 from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.spec.fabric import FabricConfig, config_keys, load_config
+from gpu_fabric.taints import eks_effect
 
 
 class GpuFabricArgs(TypedDict, total=False):
@@ -58,8 +59,11 @@ class GpuFabric(pulumi.ComponentResource):
         opts: Optional[pulumi.ResourceOptions] = None,
         *,
         catalog: Optional[InstanceCatalog] = None,
+        validated: Optional[FabricConfig] = None,
     ) -> None:
-        config = load_config({key: args.get(key) for key in config_keys() if args.get(key) is not None})
+        # ``validated``: the caller already ran load_config on these same args (the stack program
+        # must, to build its provider first); validating again would only repeat the work.
+        config = validated or load_config({key: args.get(key) for key in config_keys() if args.get(key) is not None})
         catalog = catalog or active_catalog()
         _check_node_groups(config, catalog)  # instance facts, before the first registration
         # Stack-wide facts ride on the component's inputs so that policies can read them at preview.
@@ -95,7 +99,7 @@ class GpuFabric(pulumi.ComponentResource):
             for pool in config.pools
         }
         cache = self._kv_cache(name, config)
-        cache_objects = self._cache_manifests(config)
+        cache_objects = [m for m in gpustack_manifests(config) if m["kind"] != "ModelDeployment"]
         manufacturers = {pool.name: pool.resolved_manufacturer for pool in config.pools if pool.resolved_manufacturer}
         for deployment in config.model_deployments:
             # Depend on the exact LocalQueues the roles enter (a component dependency would expand
@@ -124,21 +128,9 @@ class GpuFabric(pulumi.ComponentResource):
             "apiVersion": config.gpustack_api_version,
         }, child_options(self))
 
-    @staticmethod
-    def _cache_manifests(config: FabricConfig) -> list[dict[str, Any]]:
-        version = config.gpustack_api_version
-        return [
-            *(kv_cache_backend(b, version) for b in config.kv_cache_backends),
-            *(kv_cache_pool(p, version) for p in config.kv_cache_pools),
-            *(kv_cache_pool_binding(b, version) for b in config.kv_cache_pool_bindings),
-        ]
-
-
-_EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
-
 
 def _eks_taints(taints: list[dict[str, str]]) -> list[dict[str, str]]:
-    return [{**taint, "effect": _EKS_EFFECT[taint["effect"]]} for taint in taints]
+    return [{**taint, "effect": eks_effect(taint["effect"])} for taint in taints]
 
 
 def _check_node_groups(config: FabricConfig, catalog: InstanceCatalog) -> None:

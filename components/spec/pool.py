@@ -3,18 +3,40 @@
 from __future__ import annotations
 
 import re
-from typing import Literal, Optional
+from typing import Literal, Optional, Sequence
 
 from pydantic import Field, field_validator, model_validator
 
 from gpu_fabric.spec.aws import AwsNodeGroupSpec
 from gpu_fabric.spec.base import SpecModel
+from gpu_fabric.taints import normalize_effect
 from gpu_fabric.topology import KubeletTopology
 from gpu_fabric.transfer import MANUFACTURERS, manufacturer_of
 
 EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-_OS_ARCH = re.compile(r"-(linux|windows)-(amd64|arm64)$")
+OS_LABEL = "kubernetes.io/os"
+ARCH_LABEL = "kubernetes.io/arch"
+# gpustack--nvidia-a10g-linux-amd64 -> (linux, amd64)
+_GPUSTACK_OS_ARCH = re.compile(r"^gpustack--.*-(?P<os>linux|windows)-(?P<arch>amd64|arm64|ppc64le|s390x)$")
+
+
+def platform_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] = ()) -> dict[str, str]:
+    """Labels the platform puts on a pool's nodes without the pool declaring them.
+
+    ``kubernetes.io/os``/``arch`` as a ``gpustack--...-<os>-<arch>`` InstanceType name tells them,
+    ``vpc.amazonaws.com/efa.present: "true"`` on EFA node groups (ours set it), and
+    ``node.kubernetes.io/instance-type`` when the group has a single instance type.
+    """
+    labels: dict[str, str] = {}
+    match = _GPUSTACK_OS_ARCH.match(name)
+    if match:
+        labels.update({OS_LABEL: match.group("os"), ARCH_LABEL: match.group("arch")})
+    if efa:
+        labels[EFA_PRESENT_LABEL] = "true"
+    if len(instance_types) == 1:
+        labels[INSTANCE_TYPE_LABEL] = instance_types[0]
+    return labels
 
 # Kubernetes object names (DNS-1123 subdomain) and namespaces (DNS-1123 label).
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -44,13 +66,6 @@ class Taint(SpecModel):
     key: str
     value: Optional[str] = None
     effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule", "NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]
-
-    @property
-    def kubernetes_effect(self) -> str:
-        """The effect in Kubernetes spelling."""
-        return {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}.get(
-            self.effect, self.effect
-        )
 
 
 class PoolSpec(SpecModel):
@@ -120,27 +135,19 @@ class PoolSpec(SpecModel):
     def effective_node_labels(self) -> dict[str, str]:
         """Every label a node of the pool carries that the stack knows of, for selector matching.
 
-        The pool's own labels, ``kubernetes.io/os``/``arch`` read from a ``gpustack--...-<os>-<arch>``
-        name, and for AWS node groups the EFA label and (single-type groups) the instance type.
+        The pool's own labels, its node group's labels, and :func:`platform_node_labels` (the EFA
+        label only for pools whose nodes come from our AWS node group).
         """
-        labels: dict[str, str] = {}
-        os_arch = _OS_ARCH.search(self.name)
-        if os_arch:
-            labels.update({"kubernetes.io/os": os_arch.group(1), "kubernetes.io/arch": os_arch.group(2)})
-        if self.aws is not None:
-            labels[EFA_PRESENT_LABEL] = "true"
-            if len(self.aws.instance_types) == 1:
-                labels[INSTANCE_TYPE_LABEL] = self.aws.instance_types[0]
-            labels.update(self.aws.labels)
+        aws = self.aws
+        labels = platform_node_labels(self.name, efa=aws is not None, instance_types=aws.instance_types if aws else ())
+        labels.update(aws.labels if aws else {})
         labels.update(self.node_labels)
         return dict(sorted(labels.items()))
 
     def taint_dicts(self) -> list[dict[str, str]]:
         """The pool's taints (and its node group's), Kubernetes spelling, as plain dicts."""
-        taints = [{"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": t.kubernetes_effect}
-                  for t in self.taints]
-        if self.aws is not None:
-            taints += [{"key": t.key, **({"value": t.value} if t.value is not None else {}),
-                        "effect": Taint(key=t.key, effect=t.effect).kubernetes_effect} for t in self.aws.taints]
+        declared = [*self.taints, *(self.aws.taints if self.aws is not None else [])]
+        taints = [{"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": normalize_effect(t.effect)}
+                  for t in declared]
         unique = {(t["key"], t.get("value", ""), t["effect"]): t for t in taints}
         return [unique[key] for key in sorted(unique)]
