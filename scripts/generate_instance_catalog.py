@@ -1,4 +1,4 @@
-"""Generate gpu-fabric's bundled instance table, ``components/data/ec2_instance_types.json.gz``.
+"""Generate gpu-fabric's bundled instance table, ``components/gpu_fabric/data/ec2_instance_types.json.gz``.
 
 The table is EC2's own ``DescribeInstanceTypes`` answer (every page, every instance type, EFA or
 not), each item trimmed to the fields gpu-fabric reads and kept in boto3's PascalCase shape:
@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-DEFAULT_OUT = Path(__file__).resolve().parent.parent / "components" / "data" / "ec2_instance_types.json.gz"
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "components" / "gpu_fabric" / "data" / "ec2_instance_types.json.gz"
 
 # The kept subset of a DescribeInstanceTypes item: a nested dict of kept keys; ``True`` keeps the
 # value whole, a one-element list applies its spec to every element of a list value.
