@@ -81,6 +81,9 @@ def test_node_group_interface_count_must_match_the_plan():
 def test_non_efa_instance_type_is_refused_before_registration():
     values = stack_values("aws-efa")
     values["pools"][1]["aws"]["instanceTypes"] = ["g5.xlarge"]
+    # The Mooncake members follow the pool, or the EFA domain check refuses the selector first.
+    values["kvCacheBackends"][0]["connection"]["managed"]["members"][0]["nodeSelector"] = {
+        "node.kubernetes.io/instance-type": "g5.xlarge"}
     with pytest.raises(ConfigError) as caught:
         render_stack("x", config={}, program=lambda: GpuFabric("fabric", values))
     assert "pools[1].aws.instanceTypes" in str(caught.value) and "g5.xlarge" in str(caught.value)

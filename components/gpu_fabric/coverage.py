@@ -164,6 +164,15 @@ def _node_selector_mismatch(node_selector: Mapping[str, str], labels: Mapping[st
     return ""
 
 
+def node_selector_matches(node_selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    """True when every ``key: value`` of a ``nodeSelector`` holds on a node carrying ``labels``.
+
+    The kube-scheduler's rule (exact key and value); used for DaemonSets here and for the nodes a
+    Mooncake member group selects (:mod:`gpu_fabric.efa_domains`).
+    """
+    return not _node_selector_mismatch(node_selector, labels)
+
+
 def _as_int(text: str) -> int | None:
     try:
         return int(text)

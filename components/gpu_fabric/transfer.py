@@ -133,6 +133,8 @@ class RoleGrant:
     resources: Mapping[str, int]
     cache_protocol: str | None
     direct_protocol: str | None
+    cache_backend: str | None = None
+    """Name of the KVCacheBackend the role's ``kvCache`` resolves to (``None`` without a cache leg)."""
 
 
 @dataclass(frozen=True)
@@ -318,7 +320,9 @@ def _analyze_deployment(
 
     cache_protocol: str | None = None
     cache_conflict: tuple[str, str] | None = None
+    backend_name: str | None = None
     if backend is not None:
+        backend_name = str((backend.get("metadata") or {}).get("name", ""))
         protocols = member_group_protocols(backend)
         cache_conflict = _first_conflict(protocols)
         cache_protocol = protocols[0]
@@ -352,7 +356,7 @@ def _analyze_deployment(
             namespace=namespace, deployment=name, role=str(role.get("name", "")), role_index=role_index,
             instance_type=instance_type, interfaces=count, fabric=fabric,
             resources=fabric_resources(fabric, count),
-            cache_protocol=cache_protocol, direct_protocol=direct_protocol,
+            cache_protocol=cache_protocol, direct_protocol=direct_protocol, cache_backend=backend_name,
         ))
 
 

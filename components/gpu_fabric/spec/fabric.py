@@ -65,6 +65,9 @@ def load_config(values: Mapping[str, Any]) -> FabricConfig:
     if not problems:
         # Transfer analysis needs resolvable references; report those first.
         problems.extend(_transfer_problems(config))
+    if not problems:
+        # Domains read the transfer legs, so they are decided once the legs are admissible.
+        problems.extend(_domain_problems(config))
     if problems:
         raise ConfigError(problems)
     return config
@@ -140,6 +143,13 @@ def _coverage_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
     position = {pool.name: i for i, pool in enumerate(config.pools)}
     for gap in coverage_gaps(config):
         yield f"pools[{position[gap.pool]}]", f"no device plugin serves this {gap.fabric} pool: {gap.reason}"
+
+
+def _domain_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+    from gpu_fabric.efa_domains import domains_from_config  # builds manifests from this module's models
+
+    for finding in domains_from_config(config).findings:
+        yield finding.path, finding.message
 
 
 def _listing(names: Iterable[str]) -> str:

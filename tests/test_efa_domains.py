@@ -1,0 +1,151 @@
+"""EFA domains: pools joined by transfer legs, and the placement rules EC2 puts on them."""
+
+import copy
+import shutil
+
+import pytest
+
+from gpu_fabric.cli import main
+from gpu_fabric.efa_domains import DomainPool, derive_domains, describe_domain, domains_from_config
+from gpu_fabric.spec.base import ConfigError
+from gpu_fabric.spec.fabric import load_config
+from gpu_fabric.transfer import analyze
+from stack_configs import PROJECT_DIR, stack_values
+
+H100, C6IN = "gpustack--nvidia-h100-linux-amd64", "gpustack--generic-linux-amd64"
+
+
+def aws_efa():
+    return copy.deepcopy(stack_values("aws-efa"))
+
+
+def refusal(values):
+    with pytest.raises(ConfigError) as caught:
+        load_config(values)
+    return dict(caught.value.problems)
+
+
+def test_aws_efa_is_one_domain_joining_the_gpu_and_the_mooncake_pools():
+    analysis = domains_from_config(load_config(aws_efa()))
+    assert analysis.findings == ()
+    [domain] = analysis.domains
+    assert (domain.fabric, domain.pool_names, domain.availability_zone) == ("efa", (C6IN, H100), "us-east-1a")
+    kinds = [(leg.kind, leg.source.path, leg.target.path) for leg in domain.legs]
+    assert kinds == [
+        ("direct", "modelDeployments[0].roles[0]", "modelDeployments[0].roles[1]"),
+        ("cache", "modelDeployments[0].roles[0]", "kvCacheBackends[0].connection.managed.members[0]"),
+        ("cache", "modelDeployments[0].roles[1]", "kvCacheBackends[0].connection.managed.members[0]"),
+    ]
+    assert {leg.target.pool for leg in domain.legs if leg.kind == "cache"} == {C6IN}
+
+
+def test_a_pool_no_leg_reaches_is_in_no_domain():
+    values = aws_efa()
+    spare = copy.deepcopy(values["pools"][1])
+    spare["name"] = "gpustack--generic-spare-linux-amd64"
+    spare["aws"]["instanceTypes"] = ["c5n.18xlarge"]
+    spare["interfacesPerNode"] = 1
+    values["pools"].append(spare)
+    analysis = domains_from_config(load_config(values))
+    assert analysis.domain_of("gpustack--generic-spare-linux-amd64") is None
+    assert analysis.domain_of(H100).pool_names == (C6IN, H100)
+
+
+def test_moving_the_mooncake_pool_to_another_az_is_refused_naming_both_pools_and_the_leg():
+    values = aws_efa()
+    values["pools"][1]["aws"]["availabilityZone"] = "us-east-1b"
+    problems = refusal(values)
+    message = problems["pools[1].aws.availabilityZone"]
+    assert "pools[0].aws.availabilityZone" in message and "us-east-1a" in message and "us-east-1b" in message
+    assert "cache leg (EFA)" in message and "kvCacheBackends[0].connection.managed.members[0]" in message
+    assert "EFA traffic can't cross Availability Zones" in message
+    assert len(problems) == 1  # one finding per pair of pools, not one per leg
+
+
+def test_render_exits_2_naming_both_pools_when_the_domain_spans_two_azs(tmp_path, capsys):
+    shutil.copytree(PROJECT_DIR / "stacks", tmp_path / "stacks")
+    stack_file = tmp_path / "stacks" / "Pulumi.aws-efa.yaml"
+    text = stack_file.read_text()
+    first = text.index("availabilityZone: us-east-1a")
+    second = text.index("availabilityZone: us-east-1a", first + 1)
+    stack_file.write_text(text[:second] + "availabilityZone: us-east-1b" + text[second + len("availabilityZone: us-east-1a"):])
+    assert main(["render", "--stack", "aws-efa", "--project", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "pools[1].aws.availabilityZone" in err and "pools[0].aws.availabilityZone" in err
+    assert not (tmp_path / "out").exists()  # nothing rendered
+
+
+def test_pools_of_one_domain_in_different_vpcs_are_refused():
+    values = aws_efa()
+    values["pools"][1]["aws"]["vpcId"] = "vpc-0ffffffffffffffff"
+    problems = refusal(values)
+    assert "EFA traffic can't cross VPCs" in problems["pools[1].aws.vpcId"]
+    assert "pools[0].aws.vpcId" in problems["pools[1].aws.vpcId"]
+
+
+def test_different_subnets_of_one_az_are_allowed_as_ec2_documents():
+    values = aws_efa()
+    values["pools"][1]["aws"]["subnetId"] = "subnet-0fedcba9876543210"
+    analysis = domains_from_config(load_config(values))
+    assert analysis.findings == ()
+    assert {p.subnet_id for p in analysis.domains[0].pools} == {"subnet-0a1b2c3d4e5f60718", "subnet-0fedcba9876543210"}
+
+
+def test_member_selector_matching_no_efa_pool_is_refused_with_both_ends():
+    values = aws_efa()
+    values["kvCacheBackends"][0]["connection"]["managed"]["members"][0]["nodeSelector"] = {
+        "node.kubernetes.io/instance-type": "c7i.48xlarge"}
+    problems = refusal(values)
+    message = problems["kvCacheBackends[0].connection.managed.members[0].nodeSelector"]
+    assert "use EFA transport" in message and "selects no efa pool" in message
+    assert "modelDeployments[0].roles[0]" in message and "modelDeployments[0].roles[1]" in message
+
+
+def test_domain_mixing_efa_and_rdma_pools_is_refused_with_both_pools():
+    values = aws_efa()
+    values["pools"].append({"name": "gpustack--nvidia-a10g-linux-amd64", "fabric": "rdma", "acceleratorsPerNode": 4,
+                            "interfacesPerNode": 2, "nodeCount": 1})
+    # Every Linux node: the EFA pools and the RDMA pool.
+    values["kvCacheBackends"][0]["connection"]["managed"]["members"][0]["nodeSelector"] = {"kubernetes.io/os": "linux"}
+    problems = refusal(values)
+    [path] = [p for p in problems if p.startswith("pools[2]")]
+    assert "cannot mix EFA and RDMA pools" in problems[path]
+    assert "pools[0]" in problems[path] or "pools[1]" in problems[path]
+
+
+def test_p4d_and_other_instance_types_in_one_domain_are_refused():
+    values = aws_efa()
+    values["pools"][0]["aws"]["instanceTypes"] = ["p4d.24xlarge"]
+    values["pools"][0]["interfacesPerNode"] = 4
+    for role in values["modelDeployments"][0]["roles"]:
+        role["resources"]["interface"] = "4"
+    problems = refusal(values)
+    message = problems["pools[1].aws.instanceTypes"]
+    assert "P4d/P4de/DL1" in message and "pools[0].aws.instanceTypes" in message
+
+
+def test_domains_are_deterministic_and_described_as_paths():
+    config = load_config(aws_efa())
+    first, second = domains_from_config(config), domains_from_config(config)
+    assert first == second
+    lines = describe_domain(first.domains[0], "fabric-efa-domain-x-sg")
+    assert lines[0] == f"EFA domain {C6IN}: 2 pool(s), us-east-1a, security group fabric-efa-domain-x-sg"
+    assert (f"KVCacheBackend mooncake-efa members[0] -> pool {C6IN} -> node group fabric-{C6IN}-nodes "
+            "(us-east-1a, subnet-0a1b2c3d4e5f60718, 2 EFA)") in "\n".join(lines)
+
+
+def test_object_paths_name_manifests_when_no_configuration_exists():
+    backend = {"apiVersion": "worker.gpustack.ai/v1", "kind": "KVCacheBackend", "metadata": {"name": "mc"},
+               "spec": {"transport": {"protocol": "EFA"}, "connection": {"managed": {"members": [
+                   {"nodeSelector": {"node.kubernetes.io/instance-type": "c6in.32xlarge"}, "medium": "DRAM",
+                    "capacityPerMember": "1Gi"}]}}}}
+    pools = [
+        DomainPool("cpu", "efa", "KueuePool cpu", {}, ("c6in.32xlarge", "c5n.18xlarge"), "us-east-1b"),
+        DomainPool("other", "efa", "KueuePool other", {}, ("c6in.32xlarge",), "us-east-1a"),
+    ]
+    analysis = derive_domains(pools, analyze([backend]))
+    # A pool of several types is selected by one of its types; members of one backend join their pools.
+    assert analysis.domains[0].pool_names == ("cpu", "other")
+    [finding] = analysis.findings
+    assert finding.path == "KueuePool other.aws.availabilityZone"
+    assert "KVCacheBackend mc spec.connection.managed.members[0]" in finding.message
