@@ -149,3 +149,64 @@ def test_object_paths_name_manifests_when_no_configuration_exists():
     [finding] = analysis.findings
     assert finding.path == "KueuePool other.aws.availabilityZone"
     assert "KVCacheBackend mc spec.connection.managed.members[0]" in finding.message
+
+
+# -- the policy: the same domains from resource inputs ------------------------------------------------
+
+from gpu_fabric.policies import efa_domain_placement  # noqa: E402
+from policy_helpers import assert_metadata, assert_no_violations, assert_violation, rendered, replace_props  # noqa: E402
+
+KUEUE_POOL = "gpu-fabric:index:KueuePool"
+EFA_NODE_GROUP = "gpu-fabric:index:EfaNodeGroup"
+
+
+@pytest.fixture(scope="module")
+def aws_efa_resources():
+    return rendered("aws-efa")
+
+
+def _in_zone(zone):
+    def change(props):
+        props["pool"]["aws"]["availabilityZone"] = zone
+    return change
+
+
+def test_policy_metadata_and_the_example_stacks_pass(aws_efa_resources):
+    assert_metadata(efa_domain_placement)
+    assert_no_violations(efa_domain_placement, aws_efa_resources)
+    assert_no_violations(efa_domain_placement, rendered("seed-rdma"))
+
+
+def test_policy_refuses_the_mooncake_pool_in_another_az_on_that_pool(aws_efa_resources):
+    moved = replace_props(aws_efa_resources, lambda r: r.type == KUEUE_POOL and "generic" in r.name, _in_zone("us-east-1b"))
+    generic = next(r for r in moved if r.type == KUEUE_POOL and "generic" in r.name)
+    violation = assert_violation(efa_domain_placement, moved, "EFA traffic can't cross Availability Zones", generic.urn)
+    assert f"pool {H100}" in violation.message and "KVCacheBackend mooncake-efa members[0]" in violation.message
+
+
+def test_policy_reads_zones_from_efa_node_group_components_of_a_hand_composed_stack(aws_efa_resources):
+    """Pools declared without ``aws`` whose nodes come from EfaNodeGroup components: the zone is the component's."""
+    zones = {H100: "us-east-1a", C6IN: "us-east-1c"}
+    resources = []
+    for r in aws_efa_resources:
+        pool = next((name for name in zones if name in r.name), None)
+        props = copy.deepcopy(dict(r.props))
+        if r.type == KUEUE_POOL:
+            props["pool"].pop("aws")
+            props["pool"]["nodeLabels"] = {"example.com/pool": pool}
+        elif r.type == "aws:eks/nodeGroup:NodeGroup":
+            props["labels"]["example.com/pool"] = pool
+        elif r.type == EFA_NODE_GROUP:
+            props = {"availabilityZone": zones[pool], "vpcId": "vpc-0a1b2c3d4e5f60718"}
+        resources.append(type(r)(r.type, r.name, r.urn, props, r.parent))
+    violation = assert_violation(efa_domain_placement, resources, "is in us-east-1c but pool")
+    assert "NodeGroup fabric-gpustack--nvidia-h100-linux-amd64-nodes-ng.availabilityZone" in violation.message
+
+
+def test_policy_refuses_a_member_selector_that_reaches_no_efa_pool(aws_efa_resources):
+    def elsewhere(props):
+        props["spec"]["connection"]["managed"]["members"][0]["nodeSelector"] = {
+            "node.kubernetes.io/instance-type": "c7i.48xlarge"}
+    resources = replace_props(aws_efa_resources, lambda r: r.type.endswith(":KVCacheBackend"), elsewhere)
+    backend = next(r for r in resources if r.type.endswith(":KVCacheBackend"))
+    assert_violation(efa_domain_placement, resources, "selects no efa pool", backend.urn)

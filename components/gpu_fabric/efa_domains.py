@@ -140,6 +140,8 @@ class DomainFinding:
     path: str
     other_path: str
     message: str
+    rule: str = ""
+    """``availability-zone``, ``vpc``, ``isolated-family``, ``fabric-mix`` or ``member-selector``."""
 
 
 @dataclass(frozen=True)
@@ -271,25 +273,25 @@ def _leg_findings(leg: Leg, pools: Mapping[str, DomainPool]) -> Iterable[DomainF
     if a.fabric in FABRICS and b.fabric in FABRICS and a.fabric != b.fabric:
         yield DomainFinding(b.path, a.path, (
             f"pool {b.name} has fabric {b.fabric} but pool {a.name} ({a.path}) has fabric {a.fabric}; {joined}; "
-            "one domain cannot mix EFA and RDMA pools"))
+            "one domain cannot mix EFA and RDMA pools"), "fabric-mix")
     if leg.protocol != "efa":
         return
-    for attribute, label, why in (
-        ("availability_zone", "availabilityZone", "EFA traffic can't cross Availability Zones"),
-        ("vpc_id", "vpcId", "EFA traffic can't cross VPCs"),
+    for attribute, label, why, rule in (
+        ("availability_zone", "availabilityZone", "EFA traffic can't cross Availability Zones", "availability-zone"),
+        ("vpc_id", "vpcId", "EFA traffic can't cross VPCs", "vpc"),
     ):
         mine, theirs = getattr(b, attribute), getattr(a, attribute)
         if mine and theirs and mine != theirs:
             yield DomainFinding(b.field_path(label), a.field_path(label), (
                 f"pool {b.name} is in {mine} but pool {a.name} ({a.field_path(label)}) is in {theirs}; {joined}; "
-                f"{why} ({EC2_EFA_LIMITS})"))
+                f"{why} ({EC2_EFA_LIMITS})"), rule)
     for one, other in ((a, b), (b, a)):
         isolated, rest = _isolated(one), set(other.instance_types) - _isolated(other)
         if isolated and rest:
             yield DomainFinding(other.field_path("instanceTypes"), one.field_path("instanceTypes"), (
                 f"pool {other.name} ({', '.join(sorted(rest))}) and pool {one.name} ({', '.join(sorted(isolated))}, "
                 f"{one.field_path('instanceTypes')}) are joined; {joined}; EFA traffic between P4d/P4de/DL1 instances "
-                f"and other instance types is not supported ({EC2_EFA_LIMITS})"))
+                f"and other instance types is not supported ({EC2_EFA_LIMITS})"), "isolated-family")
             break
 
 
@@ -315,7 +317,7 @@ def _unmatched_members(
         yield DomainFinding(f"{member_path(member)}.nodeSelector", other, (
             f"KVCacheBackend {member.backend} members[{member.group_index}] use {member.protocol.upper()} transport "
             f"but nodeSelector {selector} selects no {member.protocol} pool "
-            f"(selects: {', '.join(selected) or 'no pool of this stack'}){readers}"))
+            f"(selects: {', '.join(selected) or 'no pool of this stack'}){readers}"), "member-selector")
 
 
 def derive_domains(

@@ -421,6 +421,22 @@ def pool_facts(resources: Sequence[Resource]) -> list[PoolFacts]:
     return pools
 
 
+def pool_node_groups(pool: PoolFacts, resources: Sequence[Resource]) -> list[Resource]:
+    """The EKS node groups that provide a ``KueuePool``'s nodes, by the rule :func:`pool_facts` uses."""
+    by_urn = {r.urn: r for r in resources}
+    found = []
+    for resource in resources:
+        if resource.type != NODE_GROUP_TYPE:
+            continue
+        if any(a.urn == pool.urn for a in ancestors(resource, by_urn)):
+            found.append(resource)
+            continue
+        labels = {str(k): str(v) for k, v in as_mapping(resource.props.get("labels")).items()}
+        if _claims(pool, labels) or _same_instance_types(pool, _pool_from_node_group(resource, resources)):
+            found.append(resource)
+    return found
+
+
 def _same_instance_types(pool: PoolFacts, node_group: PoolFacts) -> bool:
     return bool(pool.instance_types) and set(node_group.instance_types) <= set(pool.instance_types) and pool.fabric == node_group.fabric
 

@@ -1,0 +1,145 @@
+"""Policy: every EFA domain of the stack can carry its traffic (one AZ, one VPC, no P4d/P4de/DL1 mix).
+
+The domains are decided by :func:`gpu_fabric.efa_domains.derive_domains` -- the function
+``load_config`` runs before ``GpuFabric`` registers anything -- fed here from resource inputs, so a
+stack built from the components directly (``KueuePool``, ``EfaNodeGroup``, ``KVCache``,
+``ModelDeployment``) is refused at preview exactly as a configuration is refused by ``render``:
+
+* pools from :func:`gpu_fabric.policies._props.pool_facts` (``KueuePool`` specs, then node groups
+  no pool claims);
+* where each pool's nodes are: the pool's ``aws`` block (``GpuFabric``), else the ``EfaNodeGroup``
+  component above the node group that provides them (its ``availabilityZone``/``vpcId``/``subnetId``
+  inputs), else the launch template's ``placement.availabilityZone``;
+* legs from :func:`gpu_fabric.transfer.analyze` over the stack's GPUStack objects.
+
+A pool whose zone is not known at preview is not compared. Member groups on a pool of the wrong
+fabric are ``kv-cache-transport-fabric``'s concern; this policy reports the placement rules and a
+member group whose selector reaches no pool of its fabric.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
+
+from gpu_fabric.efa_domains import EC2_EFA_LIMITS, INSTANCE_TYPE_LABEL, DomainAnalysis, DomainPool, derive_domains
+from gpu_fabric.policies._props import (
+    KUEUE_POOL_TYPE,
+    PoolFacts,
+    Resource,
+    ancestors,
+    as_list,
+    as_mapping,
+    known_str,
+    node_group_launch_template,
+    pool_facts,
+    pool_node_groups,
+    stack_resources,
+)
+from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools
+from gpu_fabric.transfer import analyze
+
+EFA_NODE_GROUP_TYPE = "gpu-fabric:index:EfaNodeGroup"
+
+
+def _first(mapping: Mapping[str, Any], *keys: str) -> Optional[str]:
+    return next((known_str(mapping.get(key)) for key in keys if known_str(mapping.get(key))), None)
+
+
+def node_group_placement(node_group: Resource, resources: Sequence[Resource]) -> dict[str, Optional[str]]:
+    """AZ, VPC and subnet of an EKS node group, from what is known at preview."""
+    by_urn = {r.urn: r for r in resources}
+    component = next((a for a in ancestors(node_group, by_urn) if a.type == EFA_NODE_GROUP_TYPE), None)
+    props = as_mapping(component.props) if component else {}
+    template = node_group_launch_template(node_group, resources)
+    subnets = [known_str(s) for s in as_list(node_group.props.get("subnetIds"))]
+    return {
+        "availability_zone": _first(props, "availabilityZone", "availability_zone")
+        or (known_str(as_mapping(template.props.get("placement")).get("availabilityZone")) if template else None),
+        "vpc_id": _first(props, "vpcId", "vpc_id"),
+        "subnet_id": _first(props, "subnetId", "subnet_id") or (subnets[0] if len(subnets) == 1 else None),
+    }
+
+
+def _node_group_instance_types(node_group: Resource, resources: Sequence[Resource]) -> tuple[str, ...]:
+    types = [str(t) for t in as_list(node_group.props.get("instanceTypes")) if known_str(t)]
+    template = node_group_launch_template(node_group, resources)
+    if not types and template is not None and known_str(template.props.get("instanceType")):
+        types = [str(template.props["instanceType"])]
+    return tuple(types)
+
+
+def _domain_pool(pool: PoolFacts, resources: Sequence[Resource], by_urn: Mapping[str, Resource]) -> DomainPool:
+    """The pool, placed where the resource that says so puts it (object path and property prefix)."""
+    resource = by_urn[pool.urn]
+    path, prefix, where, types = f"NodeGroup {resource.name}", "", {}, pool.instance_types
+    if resource.type == KUEUE_POOL_TYPE:
+        path, prefix = f"KueuePool {resource.name}", ".pool.aws"
+        aws = as_mapping(as_mapping(resource.props.get("pool")).get("aws"))
+        groups = pool_node_groups(pool, resources)
+        if known_str(aws.get("availabilityZone")):
+            where = {"availability_zone": known_str(aws.get("availabilityZone")),
+                     "vpc_id": known_str(aws.get("vpcId")), "subnet_id": known_str(aws.get("subnetId"))}
+        elif len(groups) == 1:
+            # A pool declared without ``aws``: its nodes are the one node group that carries its labels.
+            path, prefix, where = f"NodeGroup {groups[0].name}", "", node_group_placement(groups[0], resources)
+            types = types or _node_group_instance_types(groups[0], resources)
+    else:
+        where = node_group_placement(resource, resources)
+    labels = dict(pool.labels)
+    if len(types) == 1:
+        labels.setdefault(INSTANCE_TYPE_LABEL, types[0])
+    return DomainPool(
+        name=pool.name, fabric=pool.fabric, path=path, field_prefix=prefix, labels=labels, instance_types=tuple(types),
+        availability_zone=where.get("availability_zone"), vpc_id=where.get("vpc_id"),
+        subnet_id=where.get("subnet_id"), efa_per_node=pool.interfaces_per_node,
+    )
+
+
+def stack_domains(resources: Sequence[Resource]) -> tuple[DomainAnalysis, dict[str, str]]:
+    """The stack's domains (object paths) and pool path -> URN of the resource that declares it."""
+    objects = gpustack_objects(list(resources))
+    by_urn = {r.urn: r for r in resources}
+    pools, urns = [], {}
+    for facts in pool_facts(resources):
+        pool = _domain_pool(facts, resources, by_urn)
+        pools.append(pool)
+        urns[pool.path] = facts.urn
+    report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(list(resources)),
+                     default_namespace=DEFAULT_NAMESPACE)
+    return derive_domains(pools, report), urns
+
+
+def _validate(args: StackValidationArgs, report_violation: Any) -> None:
+    resources = stack_resources(args)
+    if not gpustack_objects(resources):
+        return
+    analysis, urns = stack_domains(resources)
+    objects = {f"KVCacheBackend {r.object_name} ": r.urn for r in gpustack_objects(resources) if r.kind == "KVCacheBackend"}
+    for finding in analysis.findings:
+        if finding.rule == "fabric-mix":
+            continue  # a member group on the wrong fabric: kv-cache-transport-fabric reports it
+        at = next((urn for prefix, urn in [*urns.items(), *objects.items()] if finding.path.startswith(prefix)), None)
+        report_violation(finding.message, at)
+
+
+efa_domain_placement = StackValidationPolicy(
+    name="efa-domain-placement",
+    display_name="EFA domains stay in one Availability Zone and VPC",
+    description=(
+        "Pools that exchange EFA traffic (a deployment's roles, and the pools its KV-cache members select) are in "
+        "one Availability Zone and one VPC, do not mix P4d/P4de/DL1 with other instance types, and every EFA "
+        "member group selects a pool of its fabric."
+    ),
+    validate=_validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    tags=["aws", "efa", "placement", "kv-cache"],
+    remediation_steps=(
+        "Put every node group of the domain in the same availabilityZone and VPC (subnets may differ within the "
+        "zone), keep P4d/P4de/DL1 pools in domains of their own, and narrow or fix the member group's nodeSelector "
+        "so it selects the EFA pool meant to hold the cache. `gpu-fabric check` prints each domain as a path."
+    ),
+    url=EC2_EFA_LIMITS,
+)
