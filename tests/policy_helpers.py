@@ -91,7 +91,7 @@ def rendered(stack: str, project_dir: Path = PROJECT_DIR, config: Optional[dict]
     from gpu_fabric.render import render_stack
 
     result = render_stack(stack, project_dir, config=config)
-    return [Resource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
+    return [Resource(r.type, r.name, r.urn, r.inputs, r.parent, r.dependencies) for r in result.resources]
 
 
 __all__ = [
@@ -108,7 +108,7 @@ def replace_props(resources: Sequence[Resource], match, change) -> list[Resource
         if match(r):
             props = copy.deepcopy(dict(r.props))
             props = change(props) or props
-            r = Resource(r.type, r.name, r.urn, props, r.parent)
+            r = Resource(r.type, r.name, r.urn, props, r.parent, r.property_dependencies)
         out.append(r)
     return out
 

@@ -36,6 +36,8 @@ class RenderedResource:
     custom: bool
     inputs: dict[str, Any]
     urn: str
+    dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Input name -> URNs its value came from (what the engine sends policies as property dependencies)."""
 
     @property
     def is_kubernetes_object(self) -> bool:
@@ -132,14 +134,15 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
 
     from gpu_fabric.render_mocks import OfflineMocks
 
-    registrations: dict[str, tuple[str, str]] = {}
+    registrations: dict[str, tuple[str, str, dict[str, tuple[str, ...]]]] = {}
     recorded: list[tuple[str, str, dict[str, Any], bool]] = []
     mocks = OfflineMocks(recorded)
 
     class RecordingMonitor(pulumi_mocks.MockMonitor):
         def RegisterResource(self, request):  # noqa: N802 - gRPC method name
             response = super().RegisterResource(request)
-            registrations[f"{request.type}::{request.name}"] = (response.urn, request.parent)
+            dependencies = {key: tuple(sorted(value.urns)) for key, value in request.propertyDependencies.items() if value.urns}
+            registrations[f"{request.type}::{request.name}"] = (response.urn, request.parent, dict(sorted(dependencies.items())))
             return response
 
     from gpu_fabric.catalog import BundledInstanceCatalog, use_catalog
@@ -151,7 +154,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
 
     resources = []
     for type_, name, inputs, custom in recorded:
-        urn, parent = registrations[f"{type_}::{name}"]
-        resources.append(RenderedResource(type_, name, parent, custom, _plain(inputs), urn))
+        urn, parent, dependencies = registrations[f"{type_}::{name}"]
+        resources.append(RenderedResource(type_, name, parent, custom, _plain(inputs), urn, dependencies))
     resources.sort(key=lambda r: r.urn)
     return RenderResult(stack, resources)

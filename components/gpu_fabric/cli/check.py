@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         result = render_or_report(stack, args.project)
         if result is None:
             return EXIT_USAGE
-        resources = [Resource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
+        resources = [Resource(r.type, r.name, r.urn, r.inputs, r.parent, r.dependencies) for r in result.resources]
         violations = run_policies(ALL_POLICIES, resources)
         print(report(stack, len(resources), len(ALL_POLICIES), violations))
         refused = refused or any(v.mandatory for v in violations)

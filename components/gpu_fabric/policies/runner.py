@@ -67,6 +67,8 @@ def stack_args(resources: Sequence[Resource], config: Optional[Mapping[str, Any]
     for resource, policy_resource in zip(resources, policy_resources):
         if resource.parent in by_urn:
             policy_resource.parent = by_urn[resource.parent]
+        policy_resource.property_dependencies = {
+            key: [by_urn[urn] for urn in urns if urn in by_urn] for key, urns in resource.property_dependencies.items()}
     return StackValidationArgs(policy_resources, config)
 
 
