@@ -32,12 +32,12 @@ def test_gpu_fabric_registers_the_seed_with_parents():
     assert queue.inputs["metadata"]["name"] == "gpustack-fnv64-c4680bb149644f1c"
     assert queue.inputs["spec"] == {"clusterQueue": "gpustack--nvidia-a10g-linux-amd64"}
 
-    model = by_type(resources, "kubernetes:worker.gpustack.ai/v1:ModelDeployment")[0]
+    model = by_type(resources, "kubernetes:worker.gpustack.ai/v1alpha1:ModelDeployment")[0]
     assert model.parent == deployment_component.urn
     assert model.inputs["spec"]["kvTransfer"] == {"protocol": "RDMA"}
     assert model.inputs["spec"]["roles"][0]["resources"] == {"accelerator": "2", "interface": "2"}
 
-    backend = by_type(resources, "kubernetes:worker.gpustack.ai/v1:KVCacheBackend")[0]
+    backend = by_type(resources, "kubernetes:worker.gpustack.ai/v1alpha1:KVCacheBackend")[0]
     assert backend.inputs["spec"]["connection"]["managed"]["members"][0]["fabricInterfaceCount"] == 2
     # No ClusterQueue or flavor: under GPUStack the operator owns them.
     assert not by_type(resources, "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")

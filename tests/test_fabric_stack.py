@@ -45,7 +45,7 @@ def test_aws_efa_kubernetes_provider_authenticates_with_aws_eks_get_token(aws_ef
     provider = by_type(aws_efa, "pulumi:providers:kubernetes")[0]
     assert '"command": "aws"' in provider.inputs["kubeconfig"] and "get-token" in provider.inputs["kubeconfig"]
     # Everything Kubernetes goes through that provider, not the ambient kubeconfig.
-    deployment = by_type(aws_efa, "kubernetes:worker.gpustack.ai/v1:ModelDeployment")[0]
+    deployment = by_type(aws_efa, "kubernetes:worker.gpustack.ai/v1alpha1:ModelDeployment")[0]
     assert deployment.inputs["spec"]["kvTransfer"] == {"protocol": "EFA"}
 
 

@@ -121,12 +121,12 @@ def set_members(resources, **changes):
     def change(props):
         for member in props["spec"]["connection"]["managed"]["members"]:
             member.update(changes)
-    return replace_props(resources, of_type("v1:KVCacheBackend"), change)
+    return replace_props(resources, of_type("v1alpha1:KVCacheBackend"), change)
 
 
 def test_fabric_interface_count_above_the_pool_is_refused(aws_efa):
     resources = set_members(aws_efa, fabricInterfaceCount=4)
-    backend = next(r for r in resources if r.type.endswith("v1:KVCacheBackend"))
+    backend = next(r for r in resources if r.type.endswith("v1alpha1:KVCacheBackend"))
     assert_violation(kv_cache_transport_fabric, resources, "fabricInterfaceCount 4 exceeds the 2 interfaces per node",
                      urn=backend.urn)
 
@@ -142,7 +142,7 @@ def test_efa_transport_on_an_rdma_pool_is_refused(seed):
 
 
 def test_transfer_leg_on_a_pool_of_another_fabric_is_refused(seed):
-    resources = replace_props(seed, of_type("v1:ModelDeployment"), lambda p: p["spec"]["kvTransfer"].update(protocol="EFA"))
+    resources = replace_props(seed, of_type("v1alpha1:ModelDeployment"), lambda p: p["spec"]["kvTransfer"].update(protocol="EFA"))
     assert_violation(kv_cache_transport_fabric, resources, f"the transfer leg uses EFA but pool {A10G} has fabric rdma")
 
 
@@ -195,7 +195,7 @@ def test_privileged_mooncake_member_is_refused(seed):
 
 
 def test_privileged_model_deployment_role_is_advisory(seed):
-    resources = replace_props(seed, of_type("v1:ModelDeployment"), lambda p: p["spec"]["roles"][0].update(privileged=True))
+    resources = replace_props(seed, of_type("v1alpha1:ModelDeployment"), lambda p: p["spec"]["roles"][0].update(privileged=True))
     violation = assert_violation(model_deployment_unprivileged_roles, resources, "spec.roles[0] (prefill) runs privileged")
     assert violation.enforcement == EnforcementLevel.ADVISORY
     assert len(run(model_deployment_unprivileged_roles, resources)) == 1

@@ -34,8 +34,8 @@ def test_deployment_without_router_and_kv_transfer_is_refused_on_its_urn(seed):
         props["spec"].pop("router")
         props["spec"].pop("kvTransfer")
 
-    resources = replace_props(seed, of_type("v1:ModelDeployment"), drop_legs)
-    deployment = next(r for r in resources if r.type.endswith("v1:ModelDeployment"))
+    resources = replace_props(seed, of_type("v1alpha1:ModelDeployment"), drop_legs)
+    deployment = next(r for r in resources if r.type.endswith("v1alpha1:ModelDeployment"))
     found = run(transfer_path_consistency, resources)
     assert [v.urn for v in found] == [deployment.urn, deployment.urn]
     assert all(MSG_NO_FABRIC_LEG in v.message for v in found)
@@ -47,13 +47,13 @@ def test_conflicting_member_protocols_are_refused(aws_efa):
         members = props["spec"]["connection"]["managed"]["members"]
         members.append({**members[0], "transport": {"protocol": "TCP"}})
 
-    resources = replace_props(aws_efa, of_type("v1:KVCacheBackend"), add_tcp_member)
-    deployment = next(r for r in resources if r.type.endswith("v1:ModelDeployment"))
+    resources = replace_props(aws_efa, of_type("v1alpha1:KVCacheBackend"), add_tcp_member)
+    deployment = next(r for r in resources if r.type.endswith("v1alpha1:ModelDeployment"))
     assert_violation(transfer_path_consistency, resources, msg_conflicting_groups("efa", "tcp"), urn=deployment.urn)
 
 
 def test_missing_backend_is_refused(aws_efa):
-    resources = [r for r in aws_efa if not r.type.endswith("v1:KVCacheBackend")]
+    resources = [r for r in aws_efa if not r.type.endswith("v1alpha1:KVCacheBackend")]
     assert_violation(transfer_path_consistency, resources, MSG_BACKEND_UNRESOLVED)
 
 
@@ -63,4 +63,11 @@ def test_numbers_as_doubles_are_read_as_the_engine_sends_them(seed):
         for member in props["spec"]["connection"]["managed"]["members"]:
             member["fabricInterfaceCount"] = float(member["fabricInterfaceCount"])
 
-    assert_no_violations(transfer_path_consistency, replace_props(seed, of_type("v1:KVCacheBackend"), as_double))
+    assert_no_violations(transfer_path_consistency, replace_props(seed, of_type("v1alpha1:KVCacheBackend"), as_double))
+
+
+def test_a_field_the_api_server_would_prune_is_a_violation_on_its_urn(seed):
+    resources = replace_props(seed, of_type("v1alpha1:ModelDeployment"),
+                              lambda p: p["spec"]["engine"].update(image="gpustack/runner:cuda13.0-vllm0.29.0"))
+    deployment = next(r for r in resources if r.type.endswith("v1alpha1:ModelDeployment"))
+    assert_violation(transfer_path_consistency, resources, "spec.engine.image: unknown field", urn=deployment.urn)

@@ -36,7 +36,7 @@ def test_render_seed_is_byte_identical_and_conforms(tmp_path):
     queue = yaml.safe_load((first / "k8s" / "team-a" / "localqueue-gpustack-fnv64-c4680bb149644f1c.yaml").read_text())
     assert queue["spec"]["clusterQueue"] == "gpustack--nvidia-a10g-linux-amd64"
     resources = json.loads((first / "resources.json").read_text())
-    assert {r["type"] for r in resources} >= {"gpu-fabric:index:GpuFabric", "kubernetes:worker.gpustack.ai/v1:ModelDeployment"}
+    assert {r["type"] for r in resources} >= {"gpu-fabric:index:GpuFabric", "kubernetes:worker.gpustack.ai/v1alpha1:ModelDeployment"}
     assert all({"type", "name", "parent", "inputs"} <= set(r) for r in resources)
     if SCHEMA_DIR.is_dir():
         for path in (first / "k8s").rglob("*.yaml"):
@@ -97,7 +97,8 @@ def test_lint_resolves_references_across_files(tmp_path):
         {"apiVersion": "worker.gpustack.ai/v1", "kind": "KVCachePool", "metadata": {"name": "pool"},
          "spec": {"backends": ["mooncake-dram"], "quota": {"total": "1Ti"}}},
         {"apiVersion": "worker.gpustack.ai/v1", "kind": "KVCachePoolBinding",
-         "metadata": {"name": "shared", "namespace": "team-a"}, "spec": {"poolRef": {"name": "pool"}}},
+         "metadata": {"name": "shared", "namespace": "team-a"},
+         "spec": {"poolRef": {"name": "pool"}, "quota": {"ceiling": "8Gi"}, "domain": {"blockSize": 64, "dtype": "bfloat16"}}},
     ]))
     without_backend = gpu_fabric("lint", str(tmp_path / "deployment.yaml"), str(tmp_path / "cache.yaml"))
     assert without_backend.returncode == 1 and "cache backend must resolve before requesting interfaces" in without_backend.stdout
@@ -121,3 +122,32 @@ def test_readme_main_job_renders_and_checks_every_example_stack(tmp_path):
     assert check.returncode == 0, check.stdout
     assert [line.split(":")[0] for line in check.stdout.splitlines() if line.startswith("stack ")] == \
         [f"stack {stack}" for stack in stacks]
+
+
+def test_lint_refuses_the_seed_verbatim_engine_image_naming_file_object_and_replacement():
+    run = gpu_fabric("lint", str(FIXTURES / "qwen-pd-seed-verbatim.yaml"))
+    assert run.returncode == 1
+    line = next(line for line in run.stdout.splitlines() if line.startswith("ERROR"))
+    assert line.startswith("ERROR ModelDeployment team-a/qwen-pd spec.engine.image: unknown field")
+    assert "qwen-pd-seed-verbatim.yaml" in line and "spec.roles[].image" in line
+
+
+def test_render_refuses_engine_image_with_exit_2_naming_the_config_path(tmp_path):
+    shutil.copytree(PROJECT_DIR / "stacks", tmp_path / "stacks")
+    stack_file = tmp_path / "stacks" / "Pulumi.seed-rdma.yaml"
+    text = stack_file.read_text()
+    assert 'version: "0.29.0"' in text
+    stack_file.write_text(text.replace('version: "0.29.0"', "image: gpustack/runner:cuda13.0-vllm0.29.0"))
+    run = gpu_fabric("render", "--project", str(tmp_path), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
+    assert run.returncode == 2
+    assert "modelDeployments[0].engine: engine.image is not a field" in run.stderr
+    assert "Traceback" not in run.stderr + run.stdout
+    assert not (tmp_path / "out").exists()
+
+
+def test_version_names_the_pinned_operator():
+    from gpu_fabric.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
+
+    run = gpu_fabric("--version")
+    assert run.returncode == 0
+    assert OPERATOR_COMMIT[:12] in run.stdout and SCHEMA_COMMIT[:12] in run.stdout

@@ -35,7 +35,7 @@ def deployment(*, router=True, protocol="RDMA", engine="vLLM", interface="2", ki
         if command:
             role["command"] = command
         roles.append(role)
-    spec = {"model": {"name": "Qwen/Qwen2.5-7B-Instruct"}, "engine": {"name": engine}, "roles": roles}
+    spec = {"model": {"name": "Qwen/Qwen2.5-7B-Instruct"}, "engine": {"name": engine, "version": "0.29.0"}, "roles": roles}
     if router:
         spec["router"] = {"name": "llm-d-router"}
     if protocol:
@@ -66,7 +66,8 @@ def cache_chain(backend_name="mooncake"):
         {"apiVersion": "worker.gpustack.ai/v1", "kind": "KVCachePool", "metadata": {"name": "pool"},
          "spec": {"backends": [backend_name], "quota": {"total": "1Ti"}}},
         {"apiVersion": "worker.gpustack.ai/v1", "kind": "KVCachePoolBinding",
-         "metadata": {"name": "shared", "namespace": "team-a"}, "spec": {"poolRef": {"name": "pool"}}},
+         "metadata": {"name": "shared", "namespace": "team-a"},
+         "spec": {"poolRef": {"name": "pool"}, "quota": {"ceiling": "8Gi"}, "domain": {"blockSize": 64, "dtype": "bfloat16"}}},
     ]
 
 

@@ -26,9 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from gpu_fabric.findings import Finding
+from gpu_fabric.operator_pin import API_GROUP
+from gpu_fabric.operator_schema import validate_object
 from gpu_fabric.quantity import QuantityError, parse_quantity
 
-GPUSTACK_GROUP = "worker.gpustack.ai"
+GPUSTACK_GROUP = API_GROUP
 
 RDMA_EXCLUSIVE_KEY = "device.gpustack.ai/rdma"
 RDMA_SHARED_KEY = "device.gpustack.ai/rdma.shared"
@@ -96,27 +99,6 @@ def manufacturer_of(instance_type: str) -> str | None:
     accelerator_part = instance_type[len("gpustack--"):].split("--")[-1]
     candidate = accelerator_part.split("-", 1)[0]
     return candidate if candidate in MANUFACTURERS else None
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One admission decision against one field of one object."""
-
-    kind: str
-    name: str
-    path: str
-    message: str
-    namespace: str | None = None
-    severity: str = "error"
-
-    @property
-    def object_ref(self) -> str:
-        """``Kind namespace/name`` (or ``Kind name`` for cluster-scoped objects)."""
-        qualified = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.kind} {qualified}"
-
-    def __str__(self) -> str:
-        return f"{self.object_ref}: {self.path}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -192,10 +174,16 @@ class _Index:
     backends: dict[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
-def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str) -> _Index:
+def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, findings: list[Finding]) -> _Index:
     index = _Index()
     for obj in objects:
         if not isinstance(obj, Mapping) or not is_gpustack_object(obj):
+            continue
+        # The API server checks the structural schema before any webhook runs: an object it refuses
+        # is never stored, so nothing can resolve to it and its admission rules never run.
+        schema_findings = validate_object(obj)
+        findings.extend(schema_findings)
+        if any(f.severity == "error" for f in schema_findings):
             continue
         meta = obj.get("metadata") or {}
         name = str(meta.get("name", ""))
@@ -395,11 +383,13 @@ def analyze(
 
     ``objects`` are manifests of any kinds; only ``worker.gpustack.ai`` ModelDeployment,
     KVCacheBackend, KVCachePool and KVCachePoolBinding are read, and references resolve across
-    all of them. ``manufacturers`` maps InstanceType names to the manufacturer the operator
+    all of them. Each object is first checked against the operator's CRD schema
+    (:func:`gpu_fabric.operator_schema.validate_object`); one the API server would refuse is
+    reported and left out, as it would never be stored. ``manufacturers`` maps InstanceType names to the manufacturer the operator
     observed (``None`` for unknown); names not in it are parsed with :func:`manufacturer_of`.
     """
-    index = _index(objects, default_namespace)
     findings: list[Finding] = []
+    index = _index(objects, default_namespace, findings)
     role_grants: list[RoleGrant] = []
     member_grants: list[MemberGrant] = []
     for deployment in index.deployments:

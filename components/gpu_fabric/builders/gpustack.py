@@ -1,15 +1,17 @@
 """GPUStack ``worker.gpustack.ai`` manifests as plain dicts.
 
 ModelDeployment and KVCachePoolBinding are namespaced; KVCacheBackend and KVCachePool are
-cluster-scoped. ``v1`` is the operator's aggregated API (what its docs and the seed use);
-``v1alpha1`` is the CRD storage version, selectable for clusters where the aggregated API is not
-yet Available.
+cluster-scoped. ``v1alpha1`` (the default) is the one version the operator's CRDs serve and its
+admission webhooks are registered for; ``v1`` is the operator worker's aggregated API (what its docs
+use), selectable where that API is Available and carries the kinds you write
+(docs/gpustack-api-version.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gpu_fabric.operator_pin import DEFAULT_API_VERSION
 from gpu_fabric.spec.fabric import FabricConfig
 from gpu_fabric.spec.gpustack import (
     KVCacheBackendSpec,
@@ -30,22 +32,22 @@ def _manifest(kind: str, api_version: str, name: str, spec: dict[str, Any], name
     return {"apiVersion": f"{GPUSTACK_GROUP}/{api_version}", "kind": kind, "metadata": metadata, "spec": spec}
 
 
-def model_deployment(deployment: ModelDeploymentSpec, api_version: str = "v1") -> dict[str, Any]:
+def model_deployment(deployment: ModelDeploymentSpec, api_version: str = DEFAULT_API_VERSION) -> dict[str, Any]:
     """A ModelDeployment manifest."""
     return _manifest("ModelDeployment", api_version, deployment.name, deployment.spec_fields(), deployment.namespace)
 
 
-def kv_cache_backend(backend: KVCacheBackendSpec, api_version: str = "v1") -> dict[str, Any]:
+def kv_cache_backend(backend: KVCacheBackendSpec, api_version: str = DEFAULT_API_VERSION) -> dict[str, Any]:
     """A cluster-scoped KVCacheBackend manifest."""
     return _manifest("KVCacheBackend", api_version, backend.name, backend.spec_fields())
 
 
-def kv_cache_pool(pool: KVCachePoolSpec, api_version: str = "v1") -> dict[str, Any]:
+def kv_cache_pool(pool: KVCachePoolSpec, api_version: str = DEFAULT_API_VERSION) -> dict[str, Any]:
     """A cluster-scoped KVCachePool manifest."""
     return _manifest("KVCachePool", api_version, pool.name, pool.spec_fields())
 
 
-def kv_cache_pool_binding(binding: KVCachePoolBindingSpec, api_version: str = "v1") -> dict[str, Any]:
+def kv_cache_pool_binding(binding: KVCachePoolBindingSpec, api_version: str = DEFAULT_API_VERSION) -> dict[str, Any]:
     """A namespaced KVCachePoolBinding manifest."""
     return _manifest("KVCachePoolBinding", api_version, binding.name, binding.spec_fields(), binding.namespace)
 

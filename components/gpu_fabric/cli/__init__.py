@@ -24,12 +24,30 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
 
+def version_text() -> str:
+    """``gpu-fabric <version>`` and the pinned GPUStack operator (:mod:`gpu_fabric.operator_pin`)."""
+    from gpu_fabric import __version__
+    from gpu_fabric.operator_pin import describe
+
+    return f"gpu-fabric {__version__}\nmirrors {describe()}"
+
+
+class _PrintVersion(argparse.Action):
+    # argparse's own "version" action re-wraps the text; the commit ids must stay on one line.
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every sub-command registered."""
     parser = argparse.ArgumentParser(
         prog="gpu-fabric",
         description="Render, lint and check GPU fabrics (EFA/RDMA, Kueue, GPUStack, Mooncake) offline.",
     )
+    parser.add_argument("--version", action=_PrintVersion, nargs=0,
+                        help="print gpu-fabric's version and the GPUStack operator version it mirrors")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Iterable, Literal, Mapping, Optional
 
 from pydantic import AfterValidator, Field, ValidationError
 
+from gpu_fabric.operator_pin import DEFAULT_API_VERSION
 from gpu_fabric.quantity import parse_quantity, whole_count
 from gpu_fabric.spec.base import ConfigError, SpecModel
 from gpu_fabric.spec.cluster import DevicePluginSettings, KubernetesTarget
@@ -31,8 +32,10 @@ class FabricConfig(SpecModel):
 
     queue_owner: Literal["gpustack", "standalone"] = "gpustack"
     """Who owns the Kueue ClusterQueues: the GPUStack operator, or this stack (plain Kueue)."""
-    gpustack_api_version: Literal["v1", "v1alpha1"] = "v1"
-    """``worker.gpustack.ai`` version to write: ``v1`` (aggregated API, as in the docs) or the CRD's ``v1alpha1``."""
+    gpustack_api_version: Literal["v1alpha1", "v1"] = DEFAULT_API_VERSION
+    """``worker.gpustack.ai`` version to write: ``v1alpha1`` (the version the operator's CRDs serve and its
+    webhooks match; the default) or ``v1`` (the operator worker's aggregated API, as in its docs).
+    See docs/gpustack-api-version.md."""
     namespaces: list[Annotated[str, AfterValidator(check_namespace)]] = Field(min_length=1)
     """Tenant namespaces; each gets a LocalQueue per pool."""
     pools: list[PoolSpec] = Field(min_length=1)
@@ -167,13 +170,19 @@ def _transfer_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
         manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},
     )
     deployment_position = {(d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}
-    backend_position = {b.name: i for i, b in enumerate(config.kv_cache_backends)}
+    positions = {
+        "ModelDeployment": ("modelDeployments", deployment_position),
+        "KVCachePoolBinding": ("kvCachePoolBindings", {(b.namespace, b.name): i for i, b in enumerate(config.kv_cache_pool_bindings)}),
+        "KVCachePool": ("kvCachePools", {(None, p.name): i for i, p in enumerate(config.kv_cache_pools)}),
+        "KVCacheBackend": ("kvCacheBackends", {(None, b.name): i for i, b in enumerate(config.kv_cache_backends)}),
+    }
     for finding in report.errors:
-        if finding.kind == "ModelDeployment":
-            prefix = f"modelDeployments[{deployment_position[(finding.namespace, finding.name)]}]"
-        else:
-            prefix = f"kvCacheBackends[{backend_position[finding.name]}]"
-        yield prefix + finding.path.removeprefix("spec"), finding.message
+        key, by_identity = positions[finding.kind]
+        namespaced = finding.kind in ("ModelDeployment", "KVCachePoolBinding")
+        item = f"{key}[{by_identity[(finding.namespace if namespaced else None, finding.name)]}]"
+        # Manifest paths map onto the configuration item: spec.x -> item.x; apiVersion/metadata -> the item.
+        suffix = finding.path.removeprefix("spec") if finding.path.startswith("spec") else ""
+        yield item + suffix, finding.message
     for grant in report.role_grants:
         pool = config.pool(grant.instance_type)
         if pool is not None and pool.fabric != grant.fabric:

@@ -8,6 +8,7 @@ Semantic admission rules (interfaces, transfer legs) are not repeated here: they
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
@@ -44,11 +45,39 @@ class Model(SpecModel):
 
 
 class Engine(SpecModel):
-    """Inference engine; frozen after creation except ``version``."""
+    """Inference engine; frozen after creation except ``version``.
+
+    A role that names no ``image`` gets one the operator synthesizes from ``name``, ``version`` and the
+    role's InstanceType (``gpustack/runner:<backend><runtime>-<engine><version>``).
+    """
 
     name: Literal["vLLM", "SGLang"]
     version: Optional[str] = Field(default=None, min_length=1, max_length=64)
-    image: Optional[str] = Field(default=None, max_length=512)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_engine_image(cls, data: Any) -> Any:
+        # The operator's schema has no engine.image: the API server prunes it, so a role relying on it
+        # has no image and the webhook refuses the deployment (or runs an image nobody chose).
+        if isinstance(data, dict) and "image" in data:
+            raise ValueError(engine_image_refusal(data.get("image")))
+        return data
+
+
+def engine_image_refusal(image: Any) -> str:
+    """What to write instead of ``engine.image``, using the user's own image."""
+    text = str(image or "")
+    version = _RUNNER_ENGINE_VERSION.search(text)
+    version_hint = f'engine.version: "{version.group(1)}"' if version else 'engine.version (for example "0.29.0")'
+    return (
+        "engine.image is not a field of the GPUStack operator's ModelDeployment (the API server would prune it "
+        f"and no role would name an image): write image: {text} on each role (roles[].image) to keep this "
+        f"image, or drop it and set {version_hint} so the operator synthesizes its runner image"
+    )
+
+
+# gpustack/runner:cuda13.0-vllm0.29.0[-efa] -> 0.29.0
+_RUNNER_ENGINE_VERSION = re.compile(r"(?:vllm|sglang)v?(\d+(?:\.\d+)+(?:[a-z0-9.]*)?)", re.IGNORECASE)
 
 
 class Router(SpecModel):
@@ -108,16 +137,39 @@ class Port(SpecModel):
 
 
 class RoleTopology(SpecModel):
-    """Kueue topology-aware scheduling for a role."""
+    """Kueue topology-aware scheduling for a role (``requiredLevel`` is a topology label key)."""
 
-    required_level: str
+    required_level: Optional[str] = None
 
-    @field_validator("required_level")
-    @classmethod
-    def _not_hostname(cls, value: str) -> str:
-        if value == "kubernetes.io/hostname":
-            raise ValueError("kubernetes.io/hostname is refused as a required topology level")
-        return value
+
+class LocalObjectRef(SpecModel):
+    """A reference to an object in the deployment's namespace (ConfigMap, Secret, pull secret)."""
+
+    name: str = Field(min_length=1)
+
+
+class HostPathSource(SpecModel):
+    """A host path volume (the operator gates it behind a Setting)."""
+
+    path: str
+    type: Optional[str] = None
+
+
+class AdditionalVolume(SpecModel):
+    """A volume mounted into every container of the role: exactly one of configMap, secret, hostPath."""
+
+    mount_path: str = Field(max_length=1024, pattern=r"^(/[^/]+)+$")
+    read_only: Optional[bool] = None
+    sub_path: Optional[str] = Field(default=None, max_length=1024, pattern=r"^[^/].*$")
+    config_map: Optional[LocalObjectRef] = None
+    secret: Optional[LocalObjectRef] = None
+    host_path: Optional[HostPathSource] = None
+
+
+class ElasticEp(SpecModel):
+    """The elastic expert-parallel profile: one managed vLLM Server role of ``width`` engines."""
+
+    width: int = Field(ge=2, le=64)
 
 
 class Role(SpecModel):
@@ -130,14 +182,20 @@ class Role(SpecModel):
     instance_type: str = Field(min_length=1, max_length=253)
     resources: RoleResources = Field(default_factory=RoleResources)
     image: Optional[str] = Field(default=None, max_length=512)
+    image_pull_policy: Optional[Literal["Always", "IfNotPresent", "Never"]] = None
+    image_pull_secrets: Optional[list[LocalObjectRef]] = Field(default=None, max_length=32)
     command: Optional[list[str]] = None
     extra_args: Optional[list[str]] = None
     env: Optional[list[EnvVar]] = None
     ports: Optional[list[Port]] = None
     shm_size: Optional[Quantity] = None
     privileged: Optional[bool] = None
+    additional_volumes: Optional[list[AdditionalVolume]] = None
     topology: Optional[RoleTopology] = None
     termination_grace_period_seconds: Optional[int] = Field(default=None, ge=15, le=3600)
+    elastic_ep: Optional[ElasticEp] = None
+
+    _shm = field_validator("shm_size")(_check_quantity)
 
     @field_validator("name")
     @classmethod
@@ -316,11 +374,14 @@ class KVCachePoolSpec(SpecModel):
 
 
 class Domain(SpecModel):
-    """The store tenant a binding writes to (immutable)."""
+    """The store tenant a binding writes to (immutable): engines sharing it must agree on block size and dtype."""
 
     name: Optional[str] = Field(default=None, max_length=63)
-    block_size: Optional[int] = Field(default=None, ge=1)
-    dtype: Optional[str] = Field(default=None, max_length=32)
+    """Defaults to ``default`` (the operator's schema default)."""
+    block_size: int = Field(ge=1, le=2**31 - 1)
+    """KV block size in tokens, as the engines write it."""
+    dtype: str = Field(min_length=1, max_length=32)
+    """KV-cache dtype (for example ``auto``, ``bfloat16``, ``fp8``); the operator renders it as ``--kv-cache-dtype``."""
 
 
 class BindingQuota(SpecModel):
@@ -337,8 +398,8 @@ class KVCachePoolBindingSpec(SpecModel):
     name: str
     namespace: str
     pool_ref: NamedRef
-    domain: Optional[Domain] = None
-    quota: Optional[BindingQuota] = None
+    domain: Domain
+    quota: BindingQuota
 
     _name = field_validator("name")(check_object_name)
     _namespace = field_validator("namespace")(check_namespace)

@@ -1,0 +1,50 @@
+"""The one place that names the GPUStack operator gpu-fabric mirrors: repository, version and commits.
+
+gpu-fabric copies the operator's CRD schemas (``gpu_fabric/data/gpustack-operator/``) and mirrors its
+admission webhooks (:mod:`gpu_fabric.transfer`, :mod:`gpu_fabric.operator_schema`). Both were read
+from the commits below; when the operator moves, re-read those files at a new commit and change
+this module, the schemas and the rules together. ``gpu-fabric --version`` prints :func:`describe`.
+
+The operator has no released tag carrying the KV-cache API yet (its docs say no tag up to v0.8.6
+contains ``KVCacheBackend``), so the pin is a pre-release commit of ``main``, not a tag.
+"""
+
+from __future__ import annotations
+
+OPERATOR_REPOSITORY = "github.com/gpustack/gpustack-operator"
+
+OPERATOR_VERSION = "pre-release after v0.8.6"
+"""The operator release line the rules come from (no tag carries this API yet)."""
+
+OPERATOR_COMMIT = "5cfac77b2f83b97cc13c003c256e5f7bda18e0f4"
+"""Commit of the admission code mirrored: ``pkg/worker/webhooks/worker/model_deployment.go`` and
+``pkg/worker/controllers/worker/model_deployment_fabric.go``."""
+
+SCHEMA_COMMIT = "ad484497dd54eb8296cb6b154d49b6d5cac0ec0b"
+"""Commit of ``api/worker/v1alpha1/zz_generated.crds.go`` the bundled CRD schemas were transcribed from
+(the ModelDeployment schema adds the PascalCase markers of the same era; see the data SOURCE.md)."""
+
+SOURCE_FILES: dict[str, str] = {
+    "pkg/worker/webhooks/worker/model_deployment.go": OPERATOR_COMMIT,
+    "pkg/worker/controllers/worker/model_deployment_fabric.go": OPERATOR_COMMIT,
+    "pkg/worker/webhooks/worker/model_deployment_elastic.go": "162ac62c51f7c7d371db913283d06156b848e24b",
+    "pkg/worker/kvcache/inject/engine.go": "08b7e187de74753e042476fcd23529a692fc4f10",
+    "api/worker/v1alpha1/zz_generated.crds.go": SCHEMA_COMMIT,
+}
+"""Every operator file a rule or schema was read from, with the commit it was read at."""
+
+API_GROUP = "worker.gpustack.ai"
+SERVED_CRD_VERSION = "v1alpha1"
+"""The only version the CRDs serve (also the storage version); the admission webhooks match it."""
+AGGREGATED_VERSION = "v1"
+"""The operator worker's aggregated API (APIService ``v1.worker.gpustack.ai``); which kinds it serves
+depends on the operator build, and it is Available only while the worker runs."""
+API_VERSIONS = (SERVED_CRD_VERSION, AGGREGATED_VERSION)
+DEFAULT_API_VERSION = SERVED_CRD_VERSION
+"""What gpu-fabric writes unless a stack chooses otherwise (docs/gpustack-api-version.md says why)."""
+
+
+def describe() -> str:
+    """One line naming the mirrored operator, as ``gpu-fabric --version`` prints it."""
+    return (f"GPUStack operator {OPERATOR_REPOSITORY} {OPERATOR_VERSION}, admission rules at "
+            f"{OPERATOR_COMMIT[:12]}, CRD schemas at {SCHEMA_COMMIT[:12]}")
