@@ -136,7 +136,7 @@ def test_domains_are_deterministic_and_described_as_paths():
 
 def test_object_paths_name_manifests_when_no_configuration_exists():
     backend = {"apiVersion": "worker.gpustack.ai/v1", "kind": "KVCacheBackend", "metadata": {"name": "mc"},
-               "spec": {"transport": {"protocol": "EFA"}, "connection": {"managed": {"members": [
+               "spec": {"transport": {"protocol": "EFA"}, "connection": {"managed": {"leader": {}, "members": [
                    {"nodeSelector": {"node.kubernetes.io/instance-type": "c6in.32xlarge"}, "medium": "DRAM",
                     "capacityPerMember": "1Gi"}]}}}}
     pools = [
