@@ -128,7 +128,7 @@ def test_domains_are_deterministic_and_described_as_paths():
     config = load_config(aws_efa())
     first, second = domains_from_config(config), domains_from_config(config)
     assert first == second
-    lines = describe_domain(first.domains[0], "fabric-efa-domain-x-sg")
+    lines = describe_domain(first.domains[0], "security group fabric-efa-domain-x-sg")
     assert lines[0] == f"EFA domain {C6IN}: 2 pool(s), us-east-1a, security group fabric-efa-domain-x-sg"
     assert (f"KVCacheBackend mooncake-efa members[0] -> pool {C6IN} -> node group fabric-{C6IN}-nodes "
             "(us-east-1a, subnet-0a1b2c3d4e5f60718, 2 EFA)") in "\n".join(lines)
@@ -210,3 +210,17 @@ def test_policy_refuses_a_member_selector_that_reaches_no_efa_pool(aws_efa_resou
     resources = replace_props(aws_efa_resources, lambda r: r.type.endswith(":KVCacheBackend"), elsewhere)
     backend = next(r for r in resources if r.type.endswith(":KVCacheBackend"))
     assert_violation(efa_domain_placement, resources, "selects no efa pool", backend.urn)
+
+
+def test_check_and_render_print_each_domain_as_a_path(tmp_path, capsys):
+    assert main(["check", "--stack", "aws-efa"]) == 0
+    printed = capsys.readouterr().out
+    assert f"EFA domain {C6IN}: 2 pool(s), us-east-1a, " in printed
+    assert (f"  cache  ModelDeployment team-a/llama-pd role prefill -> pool {H100} -> node group "
+            f"fabric-{H100}-nodes-ng (us-east-1a, subnet-0a1b2c3d4e5f60718, 32 EFA)\n"
+            f"     <-> KVCacheBackend mooncake-efa members[0] -> pool {C6IN} -> node group "
+            f"fabric-{C6IN}-nodes-ng (us-east-1a, subnet-0a1b2c3d4e5f60718, 2 EFA)") in printed
+    assert main(["render", "--stack", "seed-rdma", "--out", str(tmp_path / "seed")]) == 0
+    printed = capsys.readouterr().out
+    assert "RDMA domain gpustack--nvidia-a10g-linux-amd64: 1 pool(s)" in printed
+    assert "role prefill -> pool gpustack--nvidia-a10g-linux-amd64 -> nodes outside this stack" in printed

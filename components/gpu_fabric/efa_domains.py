@@ -418,12 +418,14 @@ def _pool_hop(pool: DomainPool) -> str:
             f"({pool.availability_zone or 'AZ unknown'}, {pool.subnet_id or 'subnet unknown'}{efa})")
 
 
-def describe_domain(domain: EfaDomain, security_group: Optional[str]) -> list[str]:
-    """The domain as paths: ``role -> pool -> node group (AZ, subnet, EFA) <-> members -> pool -> node group``."""
+def describe_domain(domain: EfaDomain, carried_by: Optional[str]) -> list[str]:
+    """The domain as paths: ``role -> pool -> node group (AZ, subnet, EFA) <-> members -> pool -> node group``.
+
+    ``carried_by`` says which security group carries the domain's traffic (``None``: not known).
+    """
     pools = {pool.name: pool for pool in domain.pools}
-    carried = f"security group {security_group}" if security_group else "no shared security group"
     lines = [f"{domain.fabric.upper()} domain {domain.name}: {len(domain.pools)} pool(s), "
-             f"{domain.availability_zone or 'AZ not known'}, {carried}"]
+             f"{domain.availability_zone or 'AZ not known'}, {carried_by or 'security group not known'}"]
     for leg in domain.legs:
         lines.append(f"  {leg.kind:<6} {leg.source.who} -> {_pool_hop(pools[leg.source.pool])}")
         lines.append(f"     <-> {leg.target.who} -> {_pool_hop(pools[leg.target.pool])}")

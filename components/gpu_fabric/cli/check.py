@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from gpu_fabric.cli.render import render_or_report, selected_stacks
     from gpu_fabric.policies import ALL_POLICIES
     from gpu_fabric.policies._props import Resource
+    from gpu_fabric.policies.efa_domains import describe_stack_domains
     from gpu_fabric.policies.runner import run_policies
 
     stacks = selected_stacks(args)
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         resources = [Resource(r.type, r.name, r.urn, r.inputs, r.parent, r.dependencies) for r in result.resources]
         violations = run_policies(ALL_POLICIES, resources)
-        print(report(stack, len(resources), len(ALL_POLICIES), violations))
+        print(report(stack, len(resources), len(ALL_POLICIES), violations, describe_stack_domains(resources)))
         refused = refused or any(v.mandatory for v in violations)
     return EXIT_FINDINGS if refused else EXIT_OK
 
@@ -56,10 +57,12 @@ def _resource_label(urn: str) -> str:
     return f"{parts[-1]} ({parts[-2].split('$')[-1]})" if len(parts) >= 4 else urn
 
 
-def report(stack: str, resource_count: int, policy_count: int, violations: Sequence) -> str:
-    """Violations grouped by policy: severity, enforcement, then one line per resource and message."""
+def report(stack: str, resource_count: int, policy_count: int, violations: Sequence,
+           domains: Sequence[str] = ()) -> str:
+    """The stack's fabric domains as paths, then violations grouped by policy: severity,
+    enforcement, then one line per resource and message."""
     mandatory = sum(1 for v in violations if v.mandatory)
-    lines = [f"stack {stack}: {resource_count} resources checked against {policy_count} policies"]
+    lines = [f"stack {stack}: {resource_count} resources checked against {policy_count} policies", *domains]
     groups: dict[str, list] = {}
     for violation in violations:
         groups.setdefault(violation.policy, []).append(violation)

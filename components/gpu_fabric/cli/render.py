@@ -127,5 +127,15 @@ def summary(result, out: Path) -> str:
                      "(set queueOwner: standalone to meter them)")
     elif owner == "standalone":
         lines.append("queues: owned by this stack; ClusterQueues meter accelerators and fabric keys")
+    lines.extend(domain_lines(result.resources))
     lines.append(f"wrote {out / MANIFEST_DIR}/ and {out / RESOURCES_FILE}")
     return "\n".join(lines)
+
+
+def domain_lines(rendered_resources) -> list[str]:
+    """Each fabric domain as a path (role -> pool -> node group <-> members -> pool -> node group)."""
+    from gpu_fabric.policies._props import Resource
+    from gpu_fabric.policies.efa_domains import describe_stack_domains
+
+    resources = [Resource(r.type, r.name, r.urn, r.inputs, r.parent, r.dependencies) for r in rendered_resources]
+    return describe_stack_domains(resources)

@@ -23,18 +23,30 @@ from typing import Any, Mapping, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.efa_domains import EC2_EFA_LIMITS, INSTANCE_TYPE_LABEL, DomainAnalysis, DomainPool, derive_domains
+from gpu_fabric.efa_domains import (
+    EC2_EFA_LIMITS,
+    INSTANCE_TYPE_LABEL,
+    DomainAnalysis,
+    DomainPool,
+    EfaDomain,
+    derive_domains,
+    describe_domain,
+)
 from gpu_fabric.policies._props import (
     KUEUE_POOL_TYPE,
+    NODE_GROUP_TYPE,
+    SECURITY_GROUP_TYPE,
     PoolFacts,
     Resource,
     ancestors,
     as_list,
     as_mapping,
+    efa_interfaces,
     known_str,
     node_group_launch_template,
     pool_facts,
     pool_node_groups,
+    siblings,
     stack_resources,
 )
 from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools
@@ -74,10 +86,10 @@ def _domain_pool(pool: PoolFacts, resources: Sequence[Resource], by_urn: Mapping
     """The pool, placed where the resource that says so puts it (object path and property prefix)."""
     resource = by_urn[pool.urn]
     path, prefix, where, types = f"NodeGroup {resource.name}", "", {}, pool.instance_types
+    groups = [resource] if resource.type == NODE_GROUP_TYPE else pool_node_groups(pool, resources)
     if resource.type == KUEUE_POOL_TYPE:
         path, prefix = f"KueuePool {resource.name}", ".pool.aws"
         aws = as_mapping(as_mapping(resource.props.get("pool")).get("aws"))
-        groups = pool_node_groups(pool, resources)
         if known_str(aws.get("availabilityZone")):
             where = {"availability_zone": known_str(aws.get("availabilityZone")),
                      "vpc_id": known_str(aws.get("vpcId")), "subnet_id": known_str(aws.get("subnetId"))}
@@ -94,7 +106,66 @@ def _domain_pool(pool: PoolFacts, resources: Sequence[Resource], by_urn: Mapping
         name=pool.name, fabric=pool.fabric, path=path, field_prefix=prefix, labels=labels, instance_types=tuple(types),
         availability_zone=where.get("availability_zone"), vpc_id=where.get("vpc_id"),
         subnet_id=where.get("subnet_id"), efa_per_node=pool.interfaces_per_node,
+        node_group=", ".join(g.name for g in groups) or None,
     )
+
+
+def node_group_security_groups(node_group: Resource, resources: Sequence[Resource]) -> list[Resource]:
+    """The stack's security groups on the EFA interfaces of a node group's launch template.
+
+    Ids of new groups are unknown at preview, so a group is known by the engine's property
+    dependencies of ``networkInterfaces``; without them, by being registered beside the template
+    (``EfaNodeGroup`` without a domain registers its own group there). Groups outside the stack
+    (known ``sg-...`` ids) are not counted: their rules cannot be read here.
+    """
+    template = node_group_launch_template(node_group, resources)
+    if template is None or not efa_interfaces(template.props):
+        return []
+    by_urn = {r.urn: r for r in resources}
+    dependencies = template.property_dependencies.get("networkInterfaces")
+    if dependencies:
+        return [by_urn[urn] for urn in dependencies if urn in by_urn and by_urn[urn].type == SECURITY_GROUP_TYPE]
+    return siblings(template, resources, SECURITY_GROUP_TYPE)
+
+
+def _groups_by_pool(domain: EfaDomain, resources: Sequence[Resource]) -> dict[str, list[Resource]]:
+    by_name = {r.name: r for r in resources if r.type == NODE_GROUP_TYPE}
+    groups: dict[str, list[Resource]] = {}
+    for pool in domain.pools:
+        for name in (pool.node_group or "").split(", "):
+            if name in by_name:
+                groups.setdefault(pool.name, []).extend(node_group_security_groups(by_name[name], resources))
+    return groups
+
+
+def shared_security_groups(domain: EfaDomain, resources: Sequence[Resource]) -> tuple[list[Resource], dict[str, list[Resource]]]:
+    """The stack's security groups on the EFA interfaces of every node group of the domain, and each pool's groups."""
+    groups = _groups_by_pool(domain, resources)
+    if not groups:
+        return [], groups
+    common = set.intersection(*({g.urn for g in found} for found in groups.values()))
+    first = next(iter(groups.values()))
+    return [g for g in first if g.urn in common], groups
+
+
+def describe_stack_domains(resources: Sequence[Resource]) -> list[str]:
+    """Every fabric domain of a stack as paths, with the security group that carries it."""
+    analysis, _ = stack_domains(resources)
+    lines: list[str] = []
+    for domain in analysis.domains:
+        if domain.fabric == "efa":
+            shared, groups = shared_security_groups(domain, resources)
+            if shared:
+                carried = "security group " + ", ".join(g.name for g in shared)
+            elif groups:
+                carried = "no shared security group (" + "; ".join(
+                    f"{pool}: {', '.join(g.name for g in found) or 'none of this stack'}" for pool, found in sorted(groups.items())) + ")"
+            else:
+                carried = None
+        else:
+            carried = "RDMA: no security group involved"
+        lines.extend(describe_domain(domain, carried))
+    return lines
 
 
 def stack_domains(resources: Sequence[Resource]) -> tuple[DomainAnalysis, dict[str, str]]:
