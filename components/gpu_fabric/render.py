@@ -36,8 +36,15 @@ class RenderedResource:
     custom: bool
     inputs: dict[str, Any]
     urn: str
+    """The URN the engine computes: the parent's full type chain, ``$``, this type (``gpu_fabric.diff.urn``)."""
     dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Input name -> URNs its value came from (what the engine sends policies as property dependencies)."""
+    replace_on_changes: tuple[str, ...] = ()
+    """Input paths declared with ``ResourceOptions.replace_on_changes``."""
+    ignore_changes: tuple[str, ...] = ()
+    """Input paths declared with ``ResourceOptions.ignore_changes``."""
+    computed: dict[str, Any] = field(default_factory=dict)
+    """What the provider computes (``id`` and outputs that are not inputs), as the offline mocks answer."""
 
     @property
     def is_kubernetes_object(self) -> bool:
@@ -106,6 +113,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _computed(inputs: dict[str, Any], id_: Optional[str], state: dict[str, Any]) -> dict[str, Any]:
+    """The id and the outputs that are not echoed inputs: what only the provider knows."""
+    computed = {key: _plain(value) for key, value in (state or {}).items() if key not in inputs}
+    if id_:
+        computed["id"] = id_
+    return computed
+
+
 def render_stack(
     stack: str,
     project_dir: Path | str = ".",
@@ -134,15 +149,23 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
 
     from gpu_fabric.render_mocks import OfflineMocks
 
-    registrations: dict[str, tuple[str, str, dict[str, tuple[str, ...]]]] = {}
+    from gpu_fabric.diff.urn import engine_urn
+
+    registrations: dict[str, tuple[str, Any]] = {}
     recorded: list[tuple[str, str, dict[str, Any], bool]] = []
     mocks = OfflineMocks(recorded)
 
     class RecordingMonitor(pulumi_mocks.MockMonitor):
+        def make_urn(self, parent: str, type_: str, name: str) -> str:
+            # The mock monitor prefixes only the parent's own type; the engine prefixes its whole chain.
+            return engine_urn(pulumi.get_stack(), pulumi.get_project(), type_, name, parent)
+
         def RegisterResource(self, request):  # noqa: N802 - gRPC method name
             response = super().RegisterResource(request)
-            dependencies = {key: tuple(sorted(value.urns)) for key, value in request.propertyDependencies.items() if value.urns}
-            registrations[f"{request.type}::{request.name}"] = (response.urn, request.parent, dict(sorted(dependencies.items())))
+            registered = self.resources.get(response.urn)
+            registrations[f"{request.type}::{request.name}"] = (response.urn, request)
+            if registered is not None:
+                registrations[f"{request.type}::{request.name}::state"] = (registered.id, registered.state)
             return response
 
     from gpu_fabric.catalog import BundledInstanceCatalog, use_catalog
@@ -154,7 +177,13 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
 
     resources = []
     for type_, name, inputs, custom in recorded:
-        urn, parent, dependencies = registrations[f"{type_}::{name}"]
-        resources.append(RenderedResource(type_, name, parent, custom, _plain(inputs), urn, dependencies))
+        urn, request = registrations[f"{type_}::{name}"]
+        dependencies = {key: tuple(sorted(value.urns)) for key, value in request.propertyDependencies.items() if value.urns}
+        resources.append(RenderedResource(
+            type_, name, request.parent, custom, _plain(inputs), urn, dict(sorted(dependencies.items())),
+            replace_on_changes=tuple(request.replaceOnChanges),
+            ignore_changes=tuple(request.ignoreChanges),
+            computed=_computed(inputs, *registrations.get(f"{type_}::{name}::state", (None, {}))),
+        ))
     resources.sort(key=lambda r: r.urn)
     return RenderResult(stack, resources)

@@ -1,4 +1,4 @@
-"""The ``gpu-fabric`` command line: ``render``, ``lint``, ``check`` and ``efa-info``.
+"""The ``gpu-fabric`` command line: ``render``, ``lint``, ``check``, ``efa-info`` and ``diff``.
 
 Each sub-command lives in its own module, which exposes ``register(subparsers)``; the module is
 imported only when the command line is parsed, so ``import gpu_fabric`` stays cheap.
@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gpu_fabric.cli.lint",
     "gpu_fabric.cli.check",
     "gpu_fabric.cli.efa_info",
+    "gpu_fabric.cli.diff",
 )
 
 EXIT_OK = 0

@@ -19,6 +19,12 @@ import pulumi_kubernetes as kubernetes
 
 from gpu_fabric.builders.device_plugins import device_managers_for_pools, efa_plugin_for_pools
 from gpu_fabric.coverage import CoverageGap, uncovered_pools
+from gpu_fabric.resources.kubernetes_objects import OBJECT_IDENTITY_REPLACE_ON_CHANGES
+
+# A DaemonSet's selector is immutable, so a new selector means a new DaemonSet. pulumi-kubernetes
+# means to replace on it (provider/pkg/provider/diff.go) but keys its table "Daemonset", which no
+# apps/v1 DaemonSet matches; declaring it makes the replacement happen instead of a failed update.
+DAEMONSET_REPLACE_ON_CHANGES: tuple[str, ...] = (*OBJECT_IDENTITY_REPLACE_ON_CHANGES, "spec.selector")
 
 
 class TaintArgs(TypedDict, total=False):
@@ -103,7 +109,7 @@ def _register_daemonset(
         resource_name,
         metadata=manifest["metadata"],
         spec=manifest["spec"],
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=pulumi.ResourceOptions(parent=parent, replace_on_changes=list(DAEMONSET_REPLACE_ON_CHANGES)),
     )
 
 

@@ -11,6 +11,11 @@ from typing import Any, Mapping, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+# A Kubernetes object is identified by its name and namespace: changing either makes a new object
+# (pulumi-kubernetes provider/pkg/provider/diff.go, metadataForceNewProperties). Declared so the
+# engine, `gpu-fabric diff` and a reader of the program all see it.
+OBJECT_IDENTITY_REPLACE_ON_CHANGES: tuple[str, ...] = ("metadata.name", "metadata.namespace")
+
 
 def register_manifest(
     resource_name: str,
@@ -32,7 +37,8 @@ def register_manifest(
         kind=manifest["kind"],
         metadata=dict(manifest["metadata"]),
         spec=manifest.get("spec"),
-        opts=opts,
+        opts=pulumi.ResourceOptions.merge(
+            opts or pulumi.ResourceOptions(), pulumi.ResourceOptions(replace_on_changes=list(OBJECT_IDENTITY_REPLACE_ON_CHANGES))),
     )
 
 

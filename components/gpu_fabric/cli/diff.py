@@ -1,0 +1,65 @@
+"""``gpu-fabric diff``: what a change to a stack will do, offline, in Pulumi's vocabulary.
+
+    gpu-fabric diff --base origin/main --stack aws-efa [--head REF] [--json] [--detailed-exitcode]
+
+It renders the stack at ``--base`` and at ``--head`` (default: the working tree) with the
+installed gpu-fabric and compares them (``gpu_fabric.diff``). Exit 0 (with or without changes;
+2 with ``--detailed-exitcode`` when there are changes); bad input exits 2 with one line naming
+the ref, stack or file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from gpu_fabric.cli import EXIT_OK, EXIT_USAGE
+
+EXIT_CHANGES = 2
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``diff`` sub-command."""
+    parser = subparsers.add_parser(
+        "diff", help="preview what a change to a stack creates, updates, replaces or deletes (offline)")
+    parser.add_argument("--base", metavar="REF", help="git ref of the base (e.g. origin/main)")
+    parser.add_argument("--head", metavar="REF", help="git ref of the head (default: the working tree)")
+    parser.add_argument("--stack", metavar="NAME", help="stack name (stacks/Pulumi.NAME.yaml)")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
+    parser.add_argument("--json", action="store_true", help="print the digest as JSON (default)")
+    parser.add_argument("--detailed-exitcode", action="store_true", help="exit 2 when there are changes")
+    parser.set_defaults(func=run)
+
+
+def _fail(message: str) -> int:
+    print(f"gpu-fabric diff: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the digest, print it as JSON or Markdown, return the exit code."""
+    from gpu_fabric.diff.source import DiffInputError
+
+    try:
+        digest = _digest(args)
+    except DiffInputError as error:
+        return _fail(str(error))
+    sys.stdout.write(json.dumps(digest.to_json(), indent=2, sort_keys=False) + "\n")
+    return EXIT_CHANGES if args.detailed_exitcode and digest.has_changes else EXIT_OK
+
+
+def _digest(args: argparse.Namespace):
+    from gpu_fabric.diff.source import DiffInputError
+
+    if not args.base:
+        raise DiffInputError("--base REF is required")
+    if not args.stack:
+        raise DiffInputError("--stack NAME is required")
+    from gpu_fabric.diff.compare import compare
+    from gpu_fabric.diff.source import render_stack_at
+
+    base, base_label = render_stack_at(args.project, args.stack, args.base, side="base")
+    head, head_label = render_stack_at(args.project, args.stack, args.head, side="head")
+    return compare(base.resources, head.resources, stack=args.stack, base_label=base_label, head_label=head_label)

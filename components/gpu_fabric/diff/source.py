@@ -1,0 +1,101 @@
+"""Render a stack as it is at a git ref, or in the working tree, with the installed gpu-fabric.
+
+The ref's project folder is extracted with ``git archive`` into a temporary folder (nothing in
+the repository or its worktrees changes), then the stack program runs there under the same
+offline mocks as ``gpu-fabric render``. Every problem is a :class:`DiffInputError` whose
+one-line message names the ref, the stack or the file.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from gpu_fabric.render import RenderResult
+
+
+class DiffInputError(Exception):
+    """Bad input to ``gpu-fabric diff``: an unknown ref, a missing stack, an invalid stack or file."""
+
+
+def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=not binary, check=False)
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def repository_root(project_dir: Path) -> tuple[Path, str]:
+    """The repository holding ``project_dir`` and the project's path inside it (``""`` at the root)."""
+    top = _git(project_dir, "rev-parse", "--show-toplevel")
+    if top.returncode != 0:
+        raise DiffInputError(f"{project_dir} is not inside a git repository: {_one_line(top.stderr)}")
+    root = Path(top.stdout.strip())
+    relative = project_dir.resolve().relative_to(root.resolve())
+    return root, "" if str(relative) == "." else relative.as_posix()
+
+
+def resolve_ref(repo: Path, ref: str) -> str:
+    """The commit ``ref`` names; ``DiffInputError`` naming the ref when it names none."""
+    if ref.startswith("-"):
+        raise DiffInputError(f"unknown ref {ref!r}: a ref cannot start with '-'")
+    result = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if result.returncode != 0 or not result.stdout.strip():
+        raise DiffInputError(f"unknown ref {ref!r}: git cannot resolve it to a commit in {repo}")
+    return result.stdout.strip()
+
+
+def extract_project(repo: Path, commit: str, project_path: str, destination: Path) -> Path:
+    """Write the project folder as it is at ``commit`` under ``destination``; return its path there."""
+    args = ["archive", "--format=tar", commit]
+    if project_path:
+        args += ["--", project_path]
+    archive = _git(repo, *args, binary=True)
+    if archive.returncode != 0:
+        raise DiffInputError(
+            f"commit {commit[:12]} has no folder {project_path or '.'}: {_one_line(archive.stderr.decode(errors='replace'))}")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(destination, filter="data")
+    return destination / project_path if project_path else destination
+
+
+def render_stack_at(project_dir: Path, stack: str, ref: Optional[str], *, side: str) -> tuple[RenderResult, str]:
+    """Render ``stack`` of the project at ``ref`` (``None``: the working tree); return it and a label.
+
+    ``side`` ("base" or "head") names the end in error messages.
+    """
+    project_dir = Path(project_dir)
+    if ref is None:
+        return _render(project_dir, stack, f"{side} (working tree)"), "working tree"
+    repo, project_path = repository_root(project_dir)
+    commit = resolve_ref(repo, ref)
+    label = f"{ref} ({commit[:12]})"
+    with tempfile.TemporaryDirectory(prefix="gpu-fabric-diff-") as folder:
+        checkout = extract_project(repo, commit, project_path, Path(folder))
+        return _render(checkout, stack, f"{side} {label}"), label
+
+
+def _render(project_dir: Path, stack: str, where: str) -> RenderResult:
+    """Render, turning every failure into a one-line ``DiffInputError`` that names the stack and the end."""
+    import yaml
+
+    from gpu_fabric.render import render_stack, stack_config_path
+    from gpu_fabric.spec.base import ConfigError
+
+    config = stack_config_path(project_dir, stack)
+    if not config.is_file():
+        raise DiffInputError(f"{where} has no stack {stack!r} (stacks/{config.name} does not exist there)")
+    try:
+        return render_stack(stack, project_dir)
+    except ConfigError as error:
+        raise DiffInputError(f"stack {stack!r} at {where} does not validate: {_one_line(str(error))}") from None
+    except yaml.YAMLError as error:
+        raise DiffInputError(f"stack {stack!r} at {where}: stacks/{config.name} is not valid YAML: {_one_line(str(error))}") from None
+    except Exception as error:  # the stack program is user code: report, never a traceback
+        raise DiffInputError(
+            f"stack {stack!r} at {where} failed to render: {type(error).__name__}: {_one_line(str(error))}") from None

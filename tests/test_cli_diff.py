@@ -1,0 +1,174 @@
+"""``gpu-fabric diff`` on the aws-efa example stack, in a throw-away git repository built from this tree.
+
+Expectations are computed from the stack files and the renders, not listed by hand, so they hold
+while the example stacks change.
+"""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpu_fabric.cli import main
+from gpu_fabric.diff.compare import compare
+from gpu_fabric.diff.replace_rules import LAUNCH_TEMPLATE, NODE_GROUP
+from gpu_fabric.diff.source import render_stack_at
+from stack_configs import PROJECT_DIR
+
+STACK = "aws-efa"
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+           "PATH": "/usr/bin:/bin:/usr/local/bin"}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=GIT_ENV).stdout
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    """A git repository whose one commit holds this project's Pulumi.yaml and stacks/."""
+    root = tmp_path_factory.mktemp("platform-repo")
+    shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
+    shutil.copytree(PROJECT_DIR / "stacks", root / "stacks", ignore=shutil.ignore_patterns("__pycache__"))
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return root
+
+
+@pytest.fixture(scope="module")
+def base(repo):
+    return render_stack_at(repo, STACK, "main", side="base")[0]
+
+
+@pytest.fixture
+def edit_stack(repo):
+    """Edit the working tree's stack file; restored afterwards."""
+    path = repo / "stacks" / f"Pulumi.{STACK}.yaml"
+    original = path.read_text()
+
+    def edit(change):
+        document = yaml.safe_load(original)
+        change(document["config"])
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+        return document["config"]
+
+    yield edit
+    path.write_text(original)
+
+
+def head_digest(repo, base):
+    head = render_stack_at(repo, STACK, None, side="head")[0]
+    return head, compare(base.resources, head.resources, stack=STACK)
+
+
+def test_no_change_gives_no_steps(repo, capsys):
+    assert main(["diff", "--base", "main", "--stack", STACK, "--project", str(repo), "--json"]) == 0
+    digest = json.loads(capsys.readouterr().out)
+    assert digest["steps"] == []
+    assert digest["changeSummary"]["same"] > 0
+    assert sum(count for op, count in digest["changeSummary"].items() if op != "same") == 0
+    assert main(["diff", "--base", "main", "--head", "main", "--stack", STACK, "--project", str(repo),
+                 "--detailed-exitcode"]) == 0
+
+
+def test_topology_change_updates_the_launch_template_and_rolls_its_node_group(repo, base, edit_stack):
+    def change(config):
+        pool = next(p for p in config["gpu-fabric:pools"] if p.get("aws"))
+        policy = (pool.get("topology") or {}).get("policy", "restricted")
+        pool["topology"] = {**(pool.get("topology") or {}), "policy": "single-numa-node" if policy != "single-numa-node" else "restricted"}
+    edit_stack(change)
+    head, digest = head_digest(repo, base)
+    templates = [s for s in digest.steps if s.type == LAUNCH_TEMPLATE]
+    assert templates and all(s.op == "update" for s in templates)
+    for template in templates:
+        assert "userData" in template.diff_reasons
+        readers = [r.urn for r in head.resources if r.type == NODE_GROUP
+                   and template.urn in r.dependencies.get("launchTemplate", ())]
+        assert readers
+        for urn in readers:
+            step = next(s for s in digest.steps if s.urn == urn)
+            assert step.op == "update" and step.rolls_nodes and step.to_json()["rollsNodes"] is True
+    assert not [s for s in digest.steps if s.op in ("replace", "delete")]
+
+
+def test_capacity_type_change_replaces_the_node_group(repo, base, edit_stack):
+    def change(config):
+        pool = next(p for p in config["gpu-fabric:pools"] if p.get("aws"))
+        pool["aws"]["capacityType"] = "SPOT" if pool["aws"].get("capacityType") != "SPOT" else "ON_DEMAND"
+    config = edit_stack(change)
+    head, digest = head_digest(repo, base)
+    old_capacity = {r.urn: r.inputs.get("capacityType") for r in base.resources if r.type == NODE_GROUP}
+    changed = {r.urn for r in head.resources if r.type == NODE_GROUP and r.inputs.get("capacityType") != old_capacity.get(r.urn)}
+    assert changed
+    replaced = {s.urn: s for s in digest.steps if s.op == "replace"}
+    assert set(replaced) == changed
+    for step in replaced.values():
+        assert "capacityType" in step.replace_reasons and step.rolls_nodes
+
+
+def test_new_tenant_namespace_creates_its_local_queues(repo, base, edit_stack):
+    config = edit_stack(lambda c: c["gpu-fabric:namespaces"].append("team-diff-new"))
+    head, digest = head_digest(repo, base)
+    expected = {r.urn for r in head.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")
+                and r.inputs["kind"] == "LocalQueue" and r.inputs["metadata"].get("namespace") == "team-diff-new"}
+    assert len(expected) == len(config["gpu-fabric:pools"])
+    created = {s.urn for s in digest.steps if s.op == "create"}
+    assert expected <= created
+    assert not [s for s in digest.steps if s.op in ("replace", "delete")]
+
+
+@pytest.mark.parametrize("args, names", [
+    (["--base", "no-such-ref"], "'no-such-ref'"),
+    (["--base", "main", "--stack", "no-such-stack"], "'no-such-stack'"),
+    (["--base", "main", "--head", "also-missing"], "'also-missing'"),
+])
+def test_bad_refs_and_stacks_exit_2_with_one_line(repo, capsys, args, names):
+    argv = ["diff", "--stack", STACK, *args] if "--stack" not in args else ["diff", *args]
+    assert main([*argv, "--project", str(repo)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and names in err and "Traceback" not in err
+
+
+def test_base_that_no_longer_validates_is_reported_not_a_crash(repo, capsys, edit_stack):
+    path = repo / "stacks" / f"Pulumi.{STACK}.yaml"
+    original = path.read_text()
+    broken = yaml.safe_load(original)
+    broken["config"]["gpu-fabric:pools"][0]["acceleratorsPerNode"] = "eight"
+    path.write_text(yaml.safe_dump(broken))
+    git(repo, "commit", "-q", "-am", "broken")
+    try:
+        assert main(["diff", "--base", "HEAD", "--stack", STACK, "--project", str(repo)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "does not validate" in err and "base HEAD" in err and STACK in err
+        assert "acceleratorsPerNode" in err
+    finally:
+        git(repo, "reset", "-q", "--hard", "HEAD~1")
+
+
+def test_detailed_exitcode_reports_changes(repo, capsys, edit_stack):
+    edit_stack(lambda c: c["gpu-fabric:namespaces"].append("team-exit"))
+    assert main(["diff", "--base", "main", "--stack", STACK, "--project", str(repo)]) == 0
+    assert main(["diff", "--base", "main", "--stack", STACK, "--project", str(repo), "--detailed-exitcode"]) == 2
+
+
+def test_render_urns_are_the_engines_and_components_declare_object_identity(base):
+    from gpu_fabric.diff.urn import engine_urn, parse_urn
+
+    by_urn = {r.urn: r for r in base.resources}
+    for resource in base.resources:
+        assert resource.urn == engine_urn(STACK, "gpu-fabric", resource.type, resource.name, resource.parent)
+        parent = by_urn.get(resource.parent)
+        if parent is not None:  # the whole chain: the parent's qualified type, then this type
+            assert parse_urn(resource.urn).qualified_type == f"{parse_urn(parent.urn).qualified_type}${resource.type}"
+    assert not any("pulumi:pulumi:Stack$" in r.urn for r in base.resources)
+    kubernetes_objects = [r for r in base.resources if r.is_kubernetes_object]
+    assert kubernetes_objects
+    for resource in kubernetes_objects:
+        assert {"metadata.name", "metadata.namespace"} <= set(resource.replace_on_changes)
+        if resource.type == "kubernetes:apps/v1:DaemonSet":
+            assert "spec.selector" in resource.replace_on_changes

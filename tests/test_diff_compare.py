@@ -1,0 +1,119 @@
+"""``gpu_fabric.diff.compare``: the pure comparison of two renders."""
+
+import json
+
+from gpu_fabric.diff.compare import compare, path_changes, unwrap_secrets
+from gpu_fabric.diff.digest import SECRET, UNKNOWN
+from gpu_fabric.diff.replace_rules import INGRESS_RULE, LAUNCH_TEMPLATE, NODE_GROUP, SECURITY_GROUP
+from gpu_fabric.diff.urn import engine_urn
+from gpu_fabric.render import RenderedResource
+
+SECRET_WIRE = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
+COMPONENT = engine_urn("dev", "p", "gpu-fabric:index:EfaNodeGroup", "g")
+
+
+def resource(type_, name, inputs, parent=COMPONENT, deps=None, computed=None, **options):
+    urn = engine_urn("dev", "p", type_, name, parent)
+    return RenderedResource(type_, name, parent, True, inputs, urn, dependencies=deps or {},
+                            computed={"id": f"{name}-id", **(computed or {})}, **options)
+
+
+def fleet(*, user_data="AAA", sg_description="efa", capacity="ON_DEMAND", labels=None):
+    sg = resource(SECURITY_GROUP, "g-sg", {"description": sg_description, "vpcId": "vpc-1"}, computed={"name": "g-sg"})
+    rule = resource(INGRESS_RULE, "g-in", {"securityGroupId": "g-sg-id", "referencedSecurityGroupId": "g-sg-id",
+                                           "ipProtocol": "-1"},
+                    deps={"securityGroupId": (sg.urn,), "referencedSecurityGroupId": (sg.urn,)})
+    template = resource(LAUNCH_TEMPLATE, "g-lt", {"userData": user_data,
+                                                  "networkInterfaces": [{"securityGroups": ["g-sg-id", "sg-cluster"]}]},
+                        deps={"networkInterfaces": (sg.urn,)}, computed={"latestVersion": 1, "name": "g-lt"})
+    group = resource(NODE_GROUP, "g-ng", {"capacityType": capacity, "launchTemplate": {"id": "g-lt-id", "version": "1"},
+                                          "labels": labels or {}, "scalingConfig": {"desiredSize": 2, "maxSize": 4}},
+                     deps={"launchTemplate": (template.urn,)}, ignore_changes=("scalingConfig.desiredSize",))
+    return [sg, rule, template, group]
+
+
+def steps_by_name(digest):
+    return {step.name: step for step in digest.steps}
+
+
+def test_no_change_has_no_steps_and_counts_every_resource_same():
+    digest = compare(fleet(), fleet())
+    assert digest.steps == [] and not digest.has_changes
+    assert digest.change_summary == {"create": 0, "update": 0, "replace": 0, "delete": 0, "same": 4}
+
+
+def test_launch_template_update_rolls_the_node_group_that_reads_its_version():
+    steps = steps_by_name(compare(fleet(), fleet(user_data="BBB")))
+    assert set(steps) == {"g-lt", "g-ng"}
+    assert steps["g-lt"].op == "update" and not steps["g-lt"].rolls_nodes
+    group = steps["g-ng"]
+    assert group.op == "update" and group.rolls_nodes
+    assert [change.key for change in group.changes] == ["launchTemplate.version"]
+    assert group.new_state["inputs"]["launchTemplate"] == {"id": "g-lt-id", "version": UNKNOWN}
+
+
+def test_replaced_security_group_replaces_its_rules_and_rolls_the_nodes():
+    steps = steps_by_name(compare(fleet(), fleet(sg_description="new")))
+    assert steps["g-sg"].op == "replace" and steps["g-sg"].replace_reasons == ["description"]
+    assert steps["g-in"].op == "replace" and steps["g-in"].replace_reasons == ["securityGroupId"]
+    assert steps["g-lt"].op == "update"
+    assert [c.key for c in steps["g-lt"].changes] == ["networkInterfaces[0].securityGroups[0]"]
+    assert steps["g-ng"].rolls_nodes
+
+
+def test_capacity_type_replaces_with_the_reason_and_ignored_paths_stay_quiet():
+    base = fleet()
+    head = fleet(capacity="SPOT")
+    head[3].inputs["scalingConfig"]["desiredSize"] = 3  # ignore_changes
+    digest = compare(base, head)
+    (step,) = digest.steps
+    assert step.op == "replace" and step.replace_reasons == ["capacityType"] and step.rolls_nodes
+    assert step.to_json()["detailedDiff"] == {"capacityType": {"kind": "update-replace", "inputDiff": True}}
+
+
+def test_label_change_is_an_in_place_update_that_does_not_roll():
+    (step,) = compare(fleet(), fleet(labels={"team": "a"})).steps
+    assert step.op == "update" and not step.rolls_nodes and step.diff_reasons == ["labels"]
+
+
+def test_created_and_deleted_resources_and_the_summary():
+    base, head = fleet(), fleet()
+    extra = resource(INGRESS_RULE, "g-extra", {"securityGroupId": "g-sg-id", "cidrIpv4": "10.0.0.0/8"})
+    digest = compare(base + [extra], head)
+    assert [(s.op, s.name) for s in digest.steps] == [("delete", "g-extra")]
+    digest = compare(base, head + [extra])
+    assert [(s.op, s.name) for s in digest.steps] == [("create", "g-extra")]
+    assert digest.change_summary["create"] == 1 and digest.change_summary["same"] == 4
+
+
+def test_new_parent_is_delete_plus_create_with_an_alias_hint():
+    other = engine_urn("dev", "p", "gpu-fabric:index:EfaDevicePlugin", "h")  # a parent of another type: a new URN
+    old = resource("kubernetes:apps/v1:DaemonSet", "plugin", {"metadata": {"name": "p", "namespace": "kube-system"}})
+    moved = resource("kubernetes:apps/v1:DaemonSet", "plugin", {"metadata": {"name": "p", "namespace": "kube-system"}},
+                     parent=other)
+    renamed = resource("kubernetes:apps/v1:DaemonSet", "plugin-v2", {"metadata": {"name": "p", "namespace": "kube-system"}})
+    for new in (moved, renamed):
+        steps = {step.op: step for step in compare([old], [new]).steps}
+        assert set(steps) == {"delete", "create"}
+        assert old.urn in steps["create"].hints[0] and "aliases=[pulumi.Alias(" in steps["create"].hints[0]
+        assert new.urn in steps["delete"].hints[0]
+    unrelated = resource("kubernetes:apps/v1:DaemonSet", "other", {"metadata": {"name": "q", "namespace": "x"}})
+    assert all(not step.hints for step in compare([old], [unrelated]).steps)
+
+
+def test_secrets_are_compared_but_never_shown():
+    def config_map(secret):
+        return resource("kubernetes:core/v1:ConfigMap", "cm", {"metadata": {"name": "cm"},
+                                                                "data": {"token": {**SECRET_WIRE, "value": secret}}})
+    digest = compare([config_map("hunter2")], [config_map("hunter3")])
+    (step,) = digest.steps
+    assert step.op == "replace"  # ConfigMap data forces replacement (pulumi-kubernetes diff.go)
+    text = json.dumps(digest.to_json())
+    assert "hunter" not in text and SECRET in text
+    assert compare([config_map("same")], [config_map("same")]).steps == []
+
+
+def test_path_changes_compare_lists_by_index_and_types_strictly():
+    changes = path_changes({"a": [1, 2], "b": True}, {"a": [1, 3, 4], "b": 1})
+    assert [(c.key, c.kind) for c in changes] == [("a[1]", "update"), ("a[2]", "add"), ("b", "update")]
+    assert path_changes(unwrap_secrets({"x": 1}), {"x": 1}) == []
