@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -24,6 +24,7 @@ from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.topology import (
     BOTTLEROCKET_CPU_MANAGER_POLICY_OPTIONS,
     DROPIN_PATH,
+    INCOMPATIBLE_CPU_MANAGER_OPTIONS,
     KubeletTopology,
     TopologyRenderError,
     bottlerocket_settings,
@@ -87,6 +88,9 @@ def topologies(draw) -> KubeletTopology:
     if cpu_policy == "static":
         for name in draw(st.lists(st.sampled_from(sorted(BOTTLEROCKET_CPU_MANAGER_POLICY_OPTIONS)), unique=True)):
             cpu_options[name] = draw(st.sampled_from(["true", "false"]))
+        enabled = {name for name, value in cpu_options.items() if value == "true"}
+        # Pairs the kubelet refuses are refused by the model too (tested below); draw only valid ones.
+        assume(not any({first, second} <= enabled for first, second in INCOMPATIBLE_CPU_MANAGER_OPTIONS))
     return KubeletTopology.model_validate(
         {
             "policy": draw(st.sampled_from(["none", "best-effort", "restricted", "single-numa-node"])),
@@ -158,10 +162,27 @@ def test_static_cpu_manager_with_reserved_cpus_renders_everywhere() -> None:
         ({"reservedSystemCPUs": "a-b"}, "cpuset"),
         ({"reservedSystemCPUs": "3-1"}, "backwards"),
         ({"topologyManagerPolicy": "restricted"}, "unknown field"),
+        # Settings the kubelet itself refuses at start-up (cpumanager/policy_options.go).
+        ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+          "cpuManagerPolicyOptions": {"full-pcpus-only": "true", "distribute-cpus-across-cores": "true"}},
+         "full-pcpus-only and distribute-cpus-across-cores cannot be used together"),
+        ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+          "cpuManagerPolicyOptions": {"prefer-align-cpus-by-uncorecache": "true", "distribute-cpus-across-numa": "true"}},
+         "cannot be used together"),
+        ({"policy": "single-numa-node", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+          "cpuManagerPolicyOptions": {"align-by-socket": "true"}},
+         "align-by-socket is refused by the kubelet with TopologyManager policy 'single-numa-node'"),
     ],
 )
 def test_invalid_settings_are_refused(data: dict, expected: str) -> None:
     assert expected in str(config_error(data))
+
+
+def test_a_refused_pair_is_accepted_when_one_option_is_off() -> None:
+    topology = KubeletTopology.model_validate({
+        "cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+        "cpuManagerPolicyOptions": {"full-pcpus-only": "true", "distribute-cpus-across-cores": "false"}})
+    assert topology.cpu_manager_policy_options == {"full-pcpus-only": "true"}
 
 
 def test_false_options_equal_the_kubelet_default() -> None:

@@ -48,6 +48,20 @@ CPU_MANAGER_POLICY_OPTIONS: frozenset[str] = frozenset(
         "prefer-align-cpus-by-uncorecache",
     }
 )
+# Static CPU manager options the kubelet refuses to combine: kubernetes/kubernetes
+# pkg/kubelet/cm/cpumanager/policy_options.go, NewStaticPolicyOptions ("static policy options %s and %s
+# can not be used at the same time"). The kubelet exits at start-up on such a pair.
+INCOMPATIBLE_CPU_MANAGER_OPTIONS: tuple[tuple[str, str], ...] = (
+    ("full-pcpus-only", "distribute-cpus-across-cores"),
+    ("distribute-cpus-across-numa", "distribute-cpus-across-cores"),
+    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-cores"),
+    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-numa"),
+)
+# CPU manager options a TopologyManager policy does not take: same file, ValidateStaticPolicyOptions
+# ("Topolgy manager single-numa-node policy is incompatible with CPUManager align-by-socket policy option").
+CPU_MANAGER_OPTIONS_REFUSED_BY_TOPOLOGY_POLICY: dict[str, frozenset[str]] = {
+    "single-numa-node": frozenset({"align-by-socket"}),
+}
 # Bottlerocket's ``settings.kubernetes.cpu-manager-policy-options`` list accepts only these names
 # (bottlerocket-core-kit migrations); the kubelet's alpha options have no Bottlerocket setting.
 BOTTLEROCKET_CPU_MANAGER_POLICY_OPTIONS: frozenset[str] = frozenset(
@@ -165,7 +179,21 @@ class KubeletTopology(SpecModel):
                 "non-zero CPU reservation for system daemons (for example reservedSystemCPUs: '0-1')"
             )
         if self.cpu_manager_policy_options and self.cpu_manager_policy != "static":
+            # kubelet: cpumanager.NewNonePolicy refuses any option ("None policy: received unsupported options").
             raise ValueError("cpuManagerPolicyOptions apply only to cpuManagerPolicy 'static'")
+        enabled = set(self.cpu_manager_policy_options)  # only "true" options survive canonicalisation
+        for first, second in INCOMPATIBLE_CPU_MANAGER_OPTIONS:
+            if {first, second} <= enabled:
+                raise ValueError(
+                    f"cpuManagerPolicyOptions {first} and {second} cannot be used together: the kubelet refuses the "
+                    "pair at start-up"
+                )
+        refused = sorted(enabled & CPU_MANAGER_OPTIONS_REFUSED_BY_TOPOLOGY_POLICY.get(self.policy, frozenset()))
+        if refused:
+            raise ValueError(
+                f"cpuManagerPolicyOptions {', '.join(refused)} is refused by the kubelet with TopologyManager policy "
+                f"{self.policy!r}"
+            )
         return self
 
     # -- reading renderings back -------------------------------------------------------------------
