@@ -101,7 +101,9 @@ def test_device_manager_deployed_by_the_stack_serves_the_rdma_pool():
     values = seed_values()
     values["devicePlugins"] = {"deviceManager": {"deployedBy": "stack", "imageTag": "v0.9.0"}}
     resources = render_stack("x", config={}, program=lambda: GpuFabric("fabric", values)).resources
-    daemonsets = by_type(resources, "kubernetes:apps/v1:DaemonSet")
+    # The seed pool's kubelet topology agent is a DaemonSet too; the device plugins advertise resources.
+    daemonsets = [d for d in by_type(resources, "kubernetes:apps/v1:DaemonSet")
+                  if "gpu-fabric.io/advertises" in d.inputs["metadata"].get("annotations", {})]
     assert [d.inputs["metadata"]["name"] for d in daemonsets] == ["gpustack-operator-device-manager-nvidia"]
     assert daemonsets[0].inputs["spec"]["template"]["spec"]["nodeSelector"] == {
         "feature.node.kubernetes.io/pci-10de.present": "true"}

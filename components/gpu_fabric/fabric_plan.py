@@ -63,3 +63,53 @@ def coverage_gaps(config: FabricConfig) -> list[CoverageGap]:
     checked = [p for p in placements if not (p.fabric == "efa" and not config.device_plugins.efa.deploy)]
     return uncovered_pools(checked, daemonsets,
                            external_rdma_plugin=config.device_plugins.device_manager.deployed_by == "operator-chart")
+
+
+def topology_agent_args(config: FabricConfig) -> list[tuple[int, dict[str, Any]]]:
+    """``(pool position, KubeletTopologyAgent arguments)`` for every pool with ``topologyAgent``.
+
+    The agent selects the nodes by the very labels and taints device-plugin coverage checks
+    (:meth:`PoolSpec.effective_node_labels`, :meth:`PoolSpec.taint_dicts`).
+    """
+    agents = []
+    for position, pool in enumerate(config.pools):
+        agent = pool.topology_agent
+        if agent is None:
+            continue
+        agents.append((position, {
+            "pool": {"name": pool.name, "labels": pool.effective_node_labels(), "taints": pool.taint_dicts(),
+                     "topology": pool.topology.model_dump(exclude_none=True)},
+            "namespace": agent.namespace,
+            "image": agent.image,
+            "host_paths": list(agent.host_paths),
+            "kubelet_unit": agent.kubelet_unit,
+        }))
+    return agents
+
+
+def topology_agent_problems(config: FabricConfig) -> list[tuple[str, str]]:
+    """Agents that would not run on exactly their pool's nodes, with the configuration path to fix."""
+    from gpu_fabric.builders.kubelet_topology_agent import topology_agent_daemonset
+    from gpu_fabric.coverage import daemonset_schedules_on
+    from gpu_fabric.spec.pool import ARCH_LABEL, OS_LABEL
+
+    problems: list[tuple[str, str]] = []
+    for position, args in topology_agent_args(config):
+        pool = config.pools[position]
+        if not set(args["pool"]["labels"]) - {OS_LABEL, ARCH_LABEL}:
+            problems.append((f"pools[{position}].nodeLabels", (
+                "topologyAgent needs a node label that only this pool's nodes carry: with "
+                f"{', '.join(sorted(args['pool']['labels'])) or 'no labels'} its DaemonSet would restart the kubelet "
+                "of every such node in the cluster")))
+            continue
+        daemonset = topology_agent_daemonset(args)
+        for other in config.pools:
+            if other.name == pool.name:
+                continue
+            schedules, _ = daemonset_schedules_on(daemonset, other.effective_node_labels(), other.taint_dicts())
+            if schedules:
+                problems.append((f"pools[{position}].topologyAgent", (
+                    f"its DaemonSet would also run on the nodes of pool {other.name} (their labels include every label "
+                    f"of this pool's: {', '.join(f'{k}={v}' for k, v in args['pool']['labels'].items())}) and apply this "
+                    "pool's kubelet topology there; give the pools distinguishing nodeLabels")))
+    return problems

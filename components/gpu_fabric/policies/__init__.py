@@ -24,6 +24,7 @@ from gpu_fabric.policies.kueue import kueue_fabric_keys_covered, kueue_fabric_wo
 from gpu_fabric.policies.kv_cache import kv_cache_transport_fabric
 from gpu_fabric.policies.node_groups import efa_node_group_placement
 from gpu_fabric.policies.security import (
+    kubelet_host_access,
     launch_template_ebs_encrypted,
     launch_template_imdsv2,
     model_deployment_unprivileged_roles,
@@ -49,6 +50,7 @@ ALL_POLICIES: list[Policy] = [
     launch_template_imdsv2,
     launch_template_ebs_encrypted,
     model_deployment_unprivileged_roles,
+    kubelet_host_access,
 ]
 """Every policy, in the order the pack lists them."""
 
@@ -64,6 +66,7 @@ __all__ = [
     "efa_security_group_self_rules",
     "fabric_pool_topology",
     "fabric_pool_topology_alignment",
+    "kubelet_host_access",
     "kueue_fabric_keys_covered",
     "kueue_fabric_workload_queue",
     "kv_cache_transport_fabric",

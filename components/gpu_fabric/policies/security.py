@@ -7,6 +7,9 @@
 * ``launch-template-ebs-encrypted`` (mandatory): every EBS volume a launch template maps is encrypted.
 * ``model-deployment-unprivileged-roles`` (advisory): ModelDeployment roles do not run privileged;
   the Device Manager grants devices without it.
+* ``kubelet-host-access`` (mandatory): the one workload expected to reach into the kubelet (host PID
+  namespace, kubelet configuration directories, systemd's socket) is gpu-fabric's kubelet topology
+  agent, and it stays within the access a kubelet restart needs (:mod:`gpu_fabric.host_access`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from gpu_fabric.policies._props import (
     as_mapping,
     is_unknown,
     known_str,
+    pod_spec_of,
     resource_of,
     truthy,
 )
@@ -81,6 +85,23 @@ def _validate_roles(args: ResourceValidationArgs, report_violation: Any) -> None
                 f"({role.get('name', '?')}) runs privileged", None)
 
 
+def _validate_kubelet_access(args: ResourceValidationArgs, report_violation: Any) -> None:
+    from gpu_fabric.host_access import host_access_findings
+
+    resource = resource_of(args)
+    if not args.resource_type.startswith("kubernetes:"):
+        return
+    manifest = dict(resource.props)
+    # Typed workloads (kubernetes:apps/v1:DaemonSet) carry kind in their type token.
+    manifest.setdefault("kind", args.resource_type.rsplit(":", 1)[-1])
+    pod_spec = pod_spec_of(manifest)
+    if not pod_spec:
+        return
+    label = f"{manifest['kind']} {resource.namespace or 'default'}/{resource.object_name}"
+    for _, message in host_access_findings([(label, manifest, pod_spec)]):
+        report_violation(f"{label}: {message}", None)
+
+
 mooncake_members_unprivileged = ResourceValidationPolicy(
     name="mooncake-members-unprivileged",
     display_name="Mooncake members are not privileged",
@@ -127,4 +148,22 @@ model_deployment_unprivileged_roles = ResourceValidationPolicy(
     severity=Severity.MEDIUM,
     tags=["security", "gpustack"],
     remediation_steps="Drop privileged: true from the role; request devices through resources (accelerator, interface) instead.",
+)
+
+kubelet_host_access = ResourceValidationPolicy(
+    name="kubelet-host-access",
+    display_name="Only the kubelet topology agent reaches into the kubelet",
+    description=(
+        "No workload shares the host PID namespace or mounts the kubelet's configuration directories or systemd's "
+        "sockets, except gpu-fabric's kubelet topology agent, which must stay unprivileged (no capabilities, no "
+        "privilege escalation, no host network or IPC) with only those mounts."
+    ),
+    validate=_validate_kubelet_access,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    tags=["security", "kubelet", "host-access"],
+    remediation_steps=(
+        "Deliver kubelet settings with the pool's topologyAgent (KubeletTopologyAgent) or node user data instead of "
+        "a workload of your own; do not widen the agent's pod spec."
+    ),
 )

@@ -9,9 +9,10 @@ import pulumi
 from gpu_fabric.aws.node_group import plan_node_group
 from gpu_fabric.builders.gpustack import gpustack_manifests
 from gpu_fabric.catalog import InstanceCatalog, active_catalog
-from gpu_fabric.fabric_plan import device_manager_args, efa_plugin_args
+from gpu_fabric.fabric_plan import device_manager_args, efa_plugin_args, topology_agent_args
 from gpu_fabric.resources.device_plugins import EfaDevicePlugin, GpuStackDeviceManager
 from gpu_fabric.resources.efa_node_group import EfaNodeGroup
+from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent
 from gpu_fabric.resources.kubernetes_objects import child_options
 from gpu_fabric.resources.kueue_pool import KueuePool
 from gpu_fabric.resources.kv_cache import KVCache
@@ -89,6 +90,8 @@ class GpuFabric(pulumi.ComponentResource):
         manager_args = device_manager_args(config)
         if manager_args:
             GpuStackDeviceManager(f"{name}-device-manager", manager_args, child_options(self))
+        for _, agent_args in topology_agent_args(config):
+            KubeletTopologyAgent(f"{name}-{agent_args['pool']['name']}-topology-agent", agent_args, child_options(self))
 
         pools = {
             pool.name: KueuePool(f"{name}-{pool.name}", {

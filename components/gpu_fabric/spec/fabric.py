@@ -65,6 +65,7 @@ def load_config(values: Mapping[str, Any]) -> FabricConfig:
     problems = list(_reference_problems(config))
     if not problems:
         problems.extend(_coverage_problems(config))
+        problems.extend(_topology_agent_problems(config))
     if not problems:
         # Transfer analysis needs resolvable references; report those first.
         problems.extend(_transfer_problems(config))
@@ -153,6 +154,12 @@ def _domain_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
 
     for finding in domains_from_config(config).findings:
         yield finding.path, finding.message
+
+
+def _topology_agent_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+    from gpu_fabric.fabric_plan import topology_agent_problems  # the plan builds manifests from this module's models
+
+    return topology_agent_problems(config)
 
 
 def _listing(names: Iterable[str]) -> str:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from typing import Literal, Optional, Sequence
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from gpu_fabric.spec.aws import AwsNodeGroupSpec
 from gpu_fabric.spec.base import SpecModel
+from gpu_fabric.spec.topology_agent import TopologyAgentSpec, topology_agent_input
 from gpu_fabric.taints import normalize_effect
 from gpu_fabric.topology import KubeletTopology
 from gpu_fabric.transfer import MANUFACTURERS, manufacturer_of
@@ -95,6 +96,22 @@ class PoolSpec(SpecModel):
     """kubelet TopologyManager / CPU manager settings of the pool's nodes (seed step 2)."""
     aws: Optional[AwsNodeGroupSpec] = None
     """An EFA-enabled EKS managed node group that provides the nodes (``fabric: efa`` only)."""
+    topology_agent: Optional[TopologyAgentSpec] = None
+    """Deliver ``topology`` with the ``KubeletTopologyAgent`` DaemonSet, for nodes the stack does not provision."""
+
+    @field_validator("topology_agent", mode="before")
+    @classmethod
+    def _agent_switch(cls, value: object) -> object:
+        return topology_agent_input(value)
+
+    @field_validator("topology_agent")
+    @classmethod
+    def _agent_only_for_unprovisioned_nodes(cls, value: Optional[TopologyAgentSpec], info: ValidationInfo) -> Optional[TopologyAgentSpec]:
+        # ``aws`` is declared above, so it is validated (and in info.data) by now.
+        if value is not None and info.data.get("aws") is not None:
+            raise ValueError("the pool's nodes come from the stack's EKS node group, whose user data already carries "
+                             "the topology; remove topologyAgent (it is for nodes the stack does not provision)")
+        return value
 
     @field_validator("name")
     @classmethod

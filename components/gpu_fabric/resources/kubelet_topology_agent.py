@@ -1,0 +1,142 @@
+"""``KubeletTopologyAgent``: a pool's kubelet topology, delivered to nodes the stack does not provision.
+
+Thin: :func:`gpu_fabric.builders.kubelet_topology_agent.topology_agent_for_pool` builds the objects;
+this component checks that the DaemonSet schedules on the pool's nodes (the device-plugin coverage
+rule) and stays within the host access the agent needs (:mod:`gpu_fabric.host_access`), then
+registers the objects with their manifests passed through verbatim.
+"""
+
+from typing import Any, Mapping, Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+from typing_extensions import NotRequired, Required
+
+from gpu_fabric.builders.kubelet_topology_agent import topology_agent_for_pool
+from gpu_fabric.coverage import daemonset_schedules_on
+from gpu_fabric.host_access import topology_agent_excess
+
+
+class KubeletTopologyArgs(TypedDict, total=False):
+    """kubelet TopologyManager / CPU manager settings (``gpu_fabric.topology.KubeletTopology``)."""
+
+    policy: str
+    """``none``, ``best-effort``, ``restricted`` (default) or ``single-numa-node``."""
+    scope: str
+    """``container`` (default) or ``pod``."""
+    cpu_manager_policy: str
+    """``none`` (default) or ``static``."""
+    reserved_system_cpus: str
+    """cpuset kept for the system, e.g. ``"0-1"``; required with ``static``."""
+    policy_options: dict[str, str]
+    """TopologyManager policy options."""
+    cpu_manager_policy_options: dict[str, str]
+    """Static CPU manager options."""
+
+
+class TopologyAgentTaintArgs(TypedDict, total=False):
+    """A taint of the pool's nodes; the agent tolerates it."""
+
+    key: Required[str]
+    """Taint key."""
+    value: NotRequired[str]
+    """Taint value; absent means the toleration uses ``Exists``."""
+    effect: Required[str]
+    """``NoSchedule``/``NoExecute``/``PreferNoSchedule`` (or EKS spelling)."""
+
+
+class TopologyAgentPoolArgs(TypedDict, total=False):
+    """The pool whose nodes the agent configures, described by what its nodes carry."""
+
+    name: Required[str]
+    """Pool (InstanceType / ClusterQueue) name; names the objects."""
+    labels: Required[dict[str, str]]
+    """Labels only this pool's nodes carry together: the DaemonSet's node selector."""
+    taints: list[TopologyAgentTaintArgs]
+    """Taints of the pool's nodes."""
+    topology: KubeletTopologyArgs
+    """The settings to deliver. Default: the fabric default (``restricted`` / ``container``)."""
+
+
+class KubeletTopologyAgentArgs(TypedDict, total=False):
+    """Arguments of ``KubeletTopologyAgent``. Plain values: everything is checked before registration."""
+
+    pool: Required[TopologyAgentPoolArgs]
+    """The pool and its settings."""
+    namespace: str
+    """Namespace of the namespaced objects. Default ``kube-system``."""
+    image: str
+    """Image with ``python3``. Default ``python:3.12-slim``; pin a digest in production."""
+    host_paths: list[str]
+    """Host directories the agent may write. Default ``/etc/kubernetes`` and ``/var/lib/kubelet``."""
+    kubelet_unit: str
+    """systemd unit of the kubelet. Default ``kubelet.service``."""
+
+
+def _register(name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    kind = manifest["kind"]
+    metadata = manifest["metadata"]
+    if kind == "ConfigMap":
+        return kubernetes.core.v1.ConfigMap(name, metadata=metadata, data=manifest["data"], immutable=manifest["immutable"], opts=opts)
+    if kind == "Lease":
+        # The agents write the holder into the spec; that is their state, not drift to undo.
+        return kubernetes.coordination.v1.Lease(name, metadata=metadata, spec=manifest["spec"],
+                                                opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["spec"])))
+    if kind == "ServiceAccount":
+        return kubernetes.core.v1.ServiceAccount(name, metadata=metadata, opts=opts)
+    if kind == "Role":
+        return kubernetes.rbac.v1.Role(name, metadata=metadata, rules=manifest["rules"], opts=opts)
+    if kind == "ClusterRole":
+        return kubernetes.rbac.v1.ClusterRole(name, metadata=metadata, rules=manifest["rules"], opts=opts)
+    if kind == "RoleBinding":
+        return kubernetes.rbac.v1.RoleBinding(name, metadata=metadata, role_ref=manifest["roleRef"],
+                                              subjects=manifest["subjects"], opts=opts)
+    if kind == "ClusterRoleBinding":
+        return kubernetes.rbac.v1.ClusterRoleBinding(name, metadata=metadata, role_ref=manifest["roleRef"],
+                                                     subjects=manifest["subjects"], opts=opts)
+    if kind == "DaemonSet":
+        return kubernetes.apps.v1.DaemonSet(name, metadata=metadata, spec=manifest["spec"], opts=opts)
+    raise ValueError(f"unexpected {kind} from the topology agent builder")
+
+
+class KubeletTopologyAgent(pulumi.ComponentResource):
+    """A DaemonSet on exactly one pool's nodes that installs the pool's kubelet topology and restarts the kubelet.
+
+    For nodes the stack does not provision (on-prem, self-managed, node groups from elsewhere);
+    nodes of ``EfaNodeGroup`` get the same settings through their user data instead.
+    """
+
+    daemonset_name: pulumi.Output[str]
+    """Name of the agent DaemonSet; Ready pods mean the node's kubelet reports the settings."""
+    namespace: pulumi.Output[str]
+    """Namespace of the DaemonSet."""
+    settings_digest: pulumi.Output[str]
+    """sha256 of what the pods apply; it changes, and the DaemonSet rolls, when the settings change."""
+
+    def __init__(self, name: str, args: KubeletTopologyAgentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        # Everything is checked before super().__init__, so a refused configuration registers nothing.
+        manifests = topology_agent_for_pool(args)
+        daemonset = next(m for m in manifests if m["kind"] == "DaemonSet")
+        pool = args["pool"]
+        schedules, reason = daemonset_schedules_on(daemonset, pool.get("labels") or {}, list(pool.get("taints") or []))
+        if not schedules:
+            raise ValueError(f"KubeletTopologyAgent {name!r}: the DaemonSet would not run on pool {pool['name']!r}: {reason}")
+        excess = topology_agent_excess(daemonset["spec"]["template"]["spec"])
+        if excess:
+            raise ValueError(f"KubeletTopologyAgent {name!r}: host access beyond what the agent needs: {'; '.join(excess)}")
+
+        super().__init__("gpu-fabric:index:KubeletTopologyAgent", name, {}, opts)
+        registered = {}
+        for manifest in manifests:
+            kind = manifest["kind"]
+            # The DaemonSet needs its ConfigMap, account and permissions to exist first.
+            depends = list(registered.values()) if kind == "DaemonSet" else []
+            registered[kind] = _register(f"{name}-{kind.lower()}", manifest,
+                                         pulumi.ResourceOptions(parent=self, depends_on=depends or None))
+        registered_daemonset = registered["DaemonSet"]
+        self.daemonset_name = registered_daemonset.metadata.apply(lambda metadata: metadata.name)
+        self.namespace = registered_daemonset.metadata.apply(lambda metadata: metadata.namespace)
+        self.settings_digest = pulumi.Output.from_input(
+            daemonset["spec"]["template"]["metadata"]["annotations"]["gpu-fabric.io/settings-digest"])
+        self.register_outputs({"daemonset_name": self.daemonset_name, "namespace": self.namespace,
+                               "settings_digest": self.settings_digest})
