@@ -7,6 +7,7 @@ this module only turns the text into an exact ``Decimal``.
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -16,6 +17,9 @@ _DECIMAL_SUFFIXES = {
     "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
     "P": Decimal("1e15"), "E": Decimal("1e18"),
 }
+# "No matter which of the three exponent forms is used, no quantity may represent a number greater
+# than 2^63-1 in magnitude" (k8s.io/apimachinery/pkg/api/resource/quantity.go, type Quantity).
+MAX_QUANTITY = Decimal(2**63 - 1)
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
 
 
@@ -30,7 +34,9 @@ def parse_quantity(value: object) -> Decimal:
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
-        return Decimal(repr(value))
+        if not math.isfinite(value):
+            raise QuantityError(f"{value!r} is not a quantity (not a finite number)")
+        return _bounded(value, Decimal(repr(value)))
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
     match = _QUANTITY.match(value.strip())
@@ -42,10 +48,31 @@ def parse_quantity(value: object) -> Decimal:
     except InvalidOperation as error:  # pragma: no cover - the regex admits only valid numbers
         raise QuantityError(f"{value!r} is not a quantity") from error
     if exponent:
-        return base * (Decimal(10) ** int(exponent[1:]))
+        power = int(exponent[1:])
+        if power > 18:  # 1e19 is already beyond MAX_QUANTITY; do not build 1e400000
+            raise QuantityError(f"{value!r} is larger than a Kubernetes quantity may be (2^63-1)")
+        return _bounded(value, base * (Decimal(10) ** power))
     if suffix in _BINARY_SUFFIXES:
-        return base * _BINARY_SUFFIXES[suffix]
-    return base * _DECIMAL_SUFFIXES[suffix or ""]
+        return _bounded(value, base * _BINARY_SUFFIXES[suffix])
+    return _bounded(value, base * _DECIMAL_SUFFIXES[suffix or ""])
+
+
+def _bounded(text: object, number: Decimal) -> Decimal:
+    if abs(number) > MAX_QUANTITY:
+        raise QuantityError(f"{text!r} is larger than a Kubernetes quantity may be (2^63-1)")
+    return number
+
+
+def amount(value: object, what: str = "quantity", *, positive: bool = False) -> Decimal:
+    """A quantity that measures an amount (memory, capacity, a count): never negative.
+
+    ``positive`` also refuses zero, for sizes that must hold something. Raises ``QuantityError``
+    whose message names ``what``.
+    """
+    number = parse_quantity(value)
+    if number < 0 or (positive and number == 0):
+        raise QuantityError(f"{what} {value!r} must be {'greater than zero' if positive else 'zero or more'}")
+    return number
 
 
 def whole_count(value: object) -> int | None:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import yaml
 
 STACK_PROGRAM = Path("stacks") / "__main__.py"
 PROJECT_NAME = "gpu-fabric"
@@ -88,13 +87,18 @@ def example_stacks(project_dir: Path | str = ".") -> list[str]:
 
 
 def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
-    """The ``config:`` block of ``stacks/Pulumi.<stack>.yaml``, keyed ``namespace:key``."""
+    """The ``config:`` block of ``stacks/Pulumi.<stack>.yaml``, keyed ``namespace:key``.
+
+    Read strictly (:func:`gpu_fabric.stack_file.read_stack_file`): a file the engine could not turn
+    into JSON configuration raises ``StackFileError`` naming the file and the problem.
+    """
     path = stack_config_path(project_dir, stack)
     if not path.is_file():
         available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
         raise StackNotFoundError(f"no stack {stack!r}: {path} does not exist (stacks: {', '.join(available) or 'none'})")
-    document = yaml.safe_load(path.read_text()) or {}
-    return dict(document.get("config") or {})
+    from gpu_fabric.stack_file import read_stack_file
+
+    return read_stack_file(path, PROJECT_NAME)
 
 
 def _engine_encoding(value: Any) -> str:

@@ -59,6 +59,7 @@ def render_or_report(stack: str, project: Path):
     """Render ``stack``; on a configuration problem print it (no traceback) and return ``None``."""
     from gpu_fabric.render import StackNotFoundError, render_stack
     from gpu_fabric.spec.base import ConfigError
+    from gpu_fabric.stack_file import StackFileError
 
     try:
         return render_stack(stack, project)
@@ -66,8 +67,8 @@ def render_or_report(stack: str, project: Path):
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
     except StackNotFoundError as error:
         print(f"gpu-fabric: {error}", file=sys.stderr)
-    except yaml.YAMLError as error:
-        print(f"gpu-fabric: stack {stack}: the stack file is not valid YAML: {error}", file=sys.stderr)
+    except StackFileError as error:
+        print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
     return None
 
 

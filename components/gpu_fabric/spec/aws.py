@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from gpu_fabric import syntax
 from gpu_fabric.spec.base import SpecModel
 
 # EFA-capable EKS AMIs (EKS docs; research rule 18): AL2023 NVIDIA carries the EFA software, and
@@ -25,6 +26,13 @@ EfaLayout = Literal["recommended", "legacy"]
 TaintEffect = Literal["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]
 
 CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
+MAX_NODES = 5000
+"""Kubernetes' documented scalability limit, 5,000 nodes per cluster (kubernetes.io, "Considerations for
+large clusters"); bounds a node group's sizes and a pool's nodeCount."""
+MAX_GP3_GIB = 65536
+"""Largest gp3 volume EBS creates (64 TiB)."""
+MAX_NETWORK_CARDS = 64
+"""Network card indices stay below this (EC2's largest instances have 32 cards)."""
 
 
 class PlacementGroupSpec(SpecModel):
@@ -32,7 +40,7 @@ class PlacementGroupSpec(SpecModel):
 
     mode: PlacementMode = "create"
     """``create`` a cluster placement group, use an ``existing`` one by name, or ``none``."""
-    name: str | None = None
+    name: syntax.PlainText | None = Field(default=None, max_length=255)
     """Name of the existing placement group (``mode: existing`` only)."""
 
     @model_validator(mode="after")
@@ -47,9 +55,9 @@ class PlacementGroupSpec(SpecModel):
 class ScalingSpec(SpecModel):
     """Node count bounds; ``desiredSize`` is only the initial count (autoscalers own it afterwards)."""
 
-    min_size: int = Field(ge=0)
-    max_size: int = Field(ge=1)
-    desired_size: int | None = Field(default=None, ge=0)
+    min_size: int = Field(ge=0, le=MAX_NODES)
+    max_size: int = Field(ge=1, le=MAX_NODES)
+    desired_size: int | None = Field(default=None, ge=0, le=MAX_NODES)
     """Defaults to ``minSize``."""
 
     @model_validator(mode="after")
@@ -70,37 +78,37 @@ class ScalingSpec(SpecModel):
 class RootVolumeSpec(SpecModel):
     """The node's encrypted gp3 volume (Bottlerocket: the data volume that holds images)."""
 
-    size_gib: int = Field(default=200, ge=20, alias="sizeGiB")
-    kms_key_id: str | None = None
+    size_gib: int = Field(default=200, ge=20, le=MAX_GP3_GIB, alias="sizeGiB")
+    kms_key_id: syntax.PlainText | None = Field(default=None, max_length=2048)
     """KMS key for the volume; the account's default EBS key when absent."""
 
 
 class TaintSpec(SpecModel):
     """A Kubernetes taint in EKS node-group spelling."""
 
-    key: str = Field(min_length=1)
-    value: str | None = None
+    key: syntax.TaintKey = Field(max_length=63)
+    value: syntax.TaintValue | None = None
     effect: TaintEffect
 
 
 class AwsNodeGroupSpec(SpecModel):
     """An EFA-enabled EKS managed node group in one AZ and one subnet of an existing cluster."""
 
-    cluster_name: str = Field(min_length=1)
+    cluster_name: syntax.EksClusterName
     """Name of the existing EKS cluster."""
-    vpc_id: str = Field(min_length=1)
+    vpc_id: syntax.VpcId
     """VPC of the cluster; the EFA security group is created in it."""
-    instance_types: list[str] = Field(min_length=1)
+    instance_types: list[syntax.InstanceType] = Field(min_length=1, max_length=20)
     """EC2 instance types; all must support EFA and share one interface layout."""
-    availability_zone: str = Field(min_length=1)
+    availability_zone: syntax.AvailabilityZone
     """The one AZ of the group, explicit so it cannot drift and replace the group."""
-    subnet_id: str = Field(min_length=1)
+    subnet_id: syntax.SubnetId
     """The one subnet of the group (EFA traffic does not cross subnets)."""
-    node_role_arn: str = Field(min_length=1)
+    node_role_arn: syntax.RoleArn
     """IAM role the nodes run as."""
     ami_type: AmiType = "AL2023_x86_64_NVIDIA"
     capacity_type: CapacityType = "ON_DEMAND"
-    capacity_reservation_id: str | None = None
+    capacity_reservation_id: syntax.CapacityReservationId | None = None
     """On-Demand Capacity Reservation or Capacity Block to launch into."""
     placement_group: PlacementGroupSpec = Field(default_factory=PlacementGroupSpec)
     """Default ``create``; ``none`` when a capacity reservation or Capacity Block is targeted."""
@@ -108,14 +116,14 @@ class AwsNodeGroupSpec(SpecModel):
     efa_layout: EfaLayout = "recommended"
     efa_card_indices: list[int] | None = None
     """Network cards that carry an EFA (default: as many as the type allows)."""
-    security_group_ids: list[str] = Field(default_factory=list)
+    security_group_ids: list[syntax.SecurityGroupId] = Field(default_factory=list, max_length=4)
     """Extra security groups attached to every interface (for example the cluster security group)."""
     root_volume: RootVolumeSpec = Field(default_factory=RootVolumeSpec)
-    labels: dict[str, str] = Field(default_factory=dict)
-    taints: list[TaintSpec] = Field(default_factory=list)
-    tags: dict[str, str] = Field(default_factory=dict)
-    release_version: str | None = None
-    kubernetes_version: str | None = None
+    labels: syntax.EksLabels = Field(default_factory=dict)
+    taints: list[TaintSpec] = Field(default_factory=list, max_length=50)
+    tags: syntax.AwsTags = Field(default_factory=dict, max_length=40)
+    release_version: syntax.PlainText | None = Field(default=None, max_length=64)
+    kubernetes_version: syntax.KubernetesVersion | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -158,8 +166,8 @@ class AwsNodeGroupSpec(SpecModel):
     def _card_indices(cls, indices: list[int] | None) -> list[int] | None:
         if indices is None:
             return None
-        if not indices or any(index < 0 for index in indices) or len(set(indices)) != len(indices):
-            raise ValueError("efaCardIndices must be a non-empty list of distinct non-negative card indices")
+        if not indices or any(not 0 <= index < MAX_NETWORK_CARDS for index in indices) or len(set(indices)) != len(indices):
+            raise ValueError(f"efaCardIndices must be a non-empty list of distinct card indices from 0 to {MAX_NETWORK_CARDS - 1}")
         return sorted(indices)
 
     @field_validator("tags")

@@ -8,14 +8,25 @@ configuration cannot drift between planning and registration.
 
 from __future__ import annotations
 
+import math
+import types
+import typing
 from typing import Any, Iterable, Sequence
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
+
+# Every number crosses Pulumi's wire as a double (google.protobuf.Value), so a larger integer
+# arrives changed; no count or size of a fabric comes anywhere near it.
+MAX_EXACT_INTEGER = 2**53
 
 
 class SpecModel(BaseModel):
-    """Base class: camelCase aliases, unknown keys refused, immutable after validation."""
+    """Base class: camelCase aliases, unknown keys refused, immutable after validation.
+
+    A boolean is never accepted where a number belongs: YAML reads ``nodeCount: yes`` as ``True``,
+    and pydantic would quietly turn that into ``1``.
+    """
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -24,6 +35,52 @@ class SpecModel(BaseModel):
         frozen=True,
         str_strip_whitespace=True,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and _boolean_for_number(field.annotation, value):
+            raise ValueError("expected a number, not a boolean (true/false)")
+        return value
+
+
+def _type_options(annotation: Any) -> tuple[Any, ...]:
+    """The alternatives of a ``Union``/``Optional``/``Annotated`` annotation (itself otherwise)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _type_options(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return tuple(option for arg in typing.get_args(annotation) for option in _type_options(arg))
+    return (annotation,)
+
+
+def _boolean_for_number(annotation: Any, value: Any) -> bool:
+    """True when ``value`` holds a boolean where ``annotation`` wants a number (also inside lists)."""
+    options = _type_options(annotation)
+    if isinstance(value, bool):
+        return bool({int, float} & set(options)) and bool not in options
+    if isinstance(value, list):
+        items = [typing.get_args(option)[0] for option in options
+                 if typing.get_origin(option) is list and typing.get_args(option)]
+        return any(_boolean_for_number(item_type, item) for item_type in items for item in value)
+    return False
+
+
+def number_problems(value: Any, location: Sequence[Any] = ()) -> Iterable[tuple[str, str]]:
+    """Numbers no configuration may hold, by path: NaN, infinities, and integers beyond 2**53."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        yield format_path(location), f"{value!r} is not a finite number"
+    elif isinstance(value, (int, float)) and abs(value) > MAX_EXACT_INTEGER:
+        yield format_path(location), f"{value:g} is too large (numbers beyond 2**53 do not survive Pulumi's wire)"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from number_problems(item, [*location, key])
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from number_problems(item, [*location, index])
 
 
 def format_path(location: Sequence[Any]) -> str:

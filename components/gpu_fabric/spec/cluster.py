@@ -6,7 +6,14 @@ from typing import Literal, Optional
 
 from pydantic import Field, model_validator
 
+from gpu_fabric import syntax
 from gpu_fabric.spec.base import SpecModel
+
+
+# Docker's tag grammar (distribution/reference: tag = [\w][\w.-]{0,127}).
+ImageTag = syntax.matching(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", "an image tag (letters, digits, '_', '.', '-')")
+# Helm release names are DNS-1123 labels of at most 53 characters (helm: chartutil.ValidateReleaseName).
+ReleaseName = syntax.matching(r"[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?", "a Helm release name (DNS-1123 label, at most 53)")
 
 
 class EfaPluginSettings(SpecModel):
@@ -14,10 +21,10 @@ class EfaPluginSettings(SpecModel):
 
     deploy: bool = True
     """Deploy it for the stack's EFA pools; ``false`` when something else installs it (not verifiable here)."""
-    namespace: str = "kube-system"
-    image_repository: Optional[str] = None
+    namespace: syntax.Namespace = "kube-system"
+    image_repository: Optional[syntax.Image] = None
     """Default: the us-west-2 EKS ECR repository; use your region's."""
-    image_tag: Optional[str] = None
+    image_tag: Optional[ImageTag] = None
     """Default ``v0.5.20`` (P6 instances need at least ``v0.5.6``)."""
 
 
@@ -26,10 +33,10 @@ class DeviceManagerSettings(SpecModel):
 
     deployed_by: Literal["operator-chart", "stack"] = "operator-chart"
     """``operator-chart`` when the GPUStack chart runs its own (the default chart does); ``stack`` otherwise."""
-    namespace: str = "gpustack-system"
-    release_name: str = "gpustack-operator"
-    image: Optional[str] = None
-    image_tag: Optional[str] = None
+    namespace: syntax.Namespace = "gpustack-system"
+    release_name: ReleaseName = "gpustack-operator"
+    image: Optional[syntax.Image] = None
+    image_tag: Optional[ImageTag] = None
     """Pin the operator version you validate against."""
 
 
@@ -43,8 +50,8 @@ class DevicePluginSettings(SpecModel):
 class EksClusterRef(SpecModel):
     """An existing EKS cluster, reached with ``aws eks get-token`` (exec authentication)."""
 
-    name: str
-    region: Optional[str] = None
+    name: syntax.EksClusterName
+    region: Optional[syntax.Region] = None
     """Defaults to the AWS provider's region (``aws:region``)."""
 
 
@@ -52,7 +59,7 @@ class KubernetesTarget(SpecModel):
     """Where the Kubernetes objects go; the ambient kubeconfig when omitted."""
 
     eks_cluster: Optional[EksClusterRef] = None
-    context: Optional[str] = None
+    context: Optional[syntax.PlainText] = Field(default=None, min_length=1, max_length=253)
     """A context of the ambient kubeconfig."""
 
     @model_validator(mode="after")

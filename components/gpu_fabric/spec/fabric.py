@@ -14,7 +14,7 @@ from pydantic import AfterValidator, Field, ValidationError
 
 from gpu_fabric.operator_pin import DEFAULT_API_VERSION
 from gpu_fabric.quantity import parse_quantity, whole_count
-from gpu_fabric.spec.base import ConfigError, SpecModel
+from gpu_fabric.spec.base import ConfigError, SpecModel, number_problems
 from gpu_fabric.spec.cluster import DevicePluginSettings, KubernetesTarget
 from gpu_fabric.spec.gpustack import (
     KVCacheBackendSpec,
@@ -58,6 +58,9 @@ def config_keys() -> list[str]:
 
 def load_config(values: Mapping[str, Any]) -> FabricConfig:
     """Validate a whole configuration; raise one :class:`ConfigError` listing every problem."""
+    unusable = list(number_problems(dict(values)))
+    if unusable:
+        raise ConfigError(unusable)
     try:
         config = FabricConfig.model_validate(dict(values))
     except ValidationError as error:

@@ -13,7 +13,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from gpu_fabric.quantity import QuantityError, parse_quantity
+from gpu_fabric.quantity import QuantityError, amount
 from gpu_fabric.spec.base import SpecModel
 from gpu_fabric.spec.pool import DNS_LABEL, check_namespace, check_object_name
 
@@ -25,7 +25,7 @@ DirectProtocol = Literal["Auto", "TCP", "RDMA", "EFA", "CANN", "ROCM"]
 def _check_quantity(value: Optional[Quantity]) -> Optional[Quantity]:
     if value is not None:
         try:
-            parse_quantity(value)
+            amount(value)  # every quantity here is an amount: never negative
         except QuantityError as error:
             raise ValueError(str(error)) from None
     return value
@@ -196,6 +196,8 @@ class Role(SpecModel):
     elastic_ep: Optional[ElasticEp] = None
 
     _shm = field_validator("shm_size")(_check_quantity)
+
+    _shm_quantity = field_validator("shm_size")(_check_quantity)
 
     @field_validator("name")
     @classmethod

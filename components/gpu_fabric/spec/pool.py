@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Literal, Optional, Sequence
+from typing import Annotated, Literal, Optional, Sequence
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from gpu_fabric.spec.aws import AwsNodeGroupSpec
+from gpu_fabric import syntax
+from gpu_fabric.quantity import QuantityError, amount
+from gpu_fabric.spec.aws import MAX_NODES, AwsNodeGroupSpec
 from gpu_fabric.spec.base import SpecModel
 from gpu_fabric.spec.topology_agent import TopologyAgentSpec, topology_agent_input
 from gpu_fabric.taints import normalize_effect
@@ -18,6 +20,9 @@ EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 OS_LABEL = "kubernetes.io/os"
 ARCH_LABEL = "kubernetes.io/arch"
+# Re-exported for modules that check names (one regex each, in gpu_fabric.syntax).
+DNS_LABEL = syntax.DNS_LABEL
+DNS_SUBDOMAIN = syntax.DNS_SUBDOMAIN
 # gpustack--nvidia-a10g-linux-amd64 -> (linux, amd64)
 _GPUSTACK_OS_ARCH = re.compile(r"^gpustack--.*-(?P<os>linux|windows)-(?P<arch>amd64|arm64|ppc64le|s390x)$")
 
@@ -39,9 +44,14 @@ def platform_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] 
         labels[INSTANCE_TYPE_LABEL] = instance_types[0]
     return labels
 
-# Kubernetes object names (DNS-1123 subdomain) and namespaces (DNS-1123 label).
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# Sane upper bounds: far above any real fabric, low enough that a typo (an extra zero or three)
+# is refused instead of planning quotas for a million nodes.
+MAX_ACCELERATORS_PER_NODE = 64
+MAX_INTERFACES_PER_NODE = 64
+"""EC2 offers at most 32 EFA interfaces per instance today; RDMA servers carry a handful of NICs."""
+MAX_PARTITIONED_INTERFACES_PER_NODE = 4096
+"""SR-IOV: up to 256 virtual functions per NIC, a few NICs per node."""
+MAX_CPUS_PER_NODE = 4096
 
 # The extended resource a manufacturer's device plugin advertises for whole accelerators.
 DEFAULT_ACCELERATOR_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "ascend": "huawei.com/Ascend910"}
@@ -49,23 +59,19 @@ DEFAULT_ACCELERATOR_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"
 
 def check_object_name(value: str, what: str = "name") -> str:
     """Refuse a name Kubernetes would refuse (DNS-1123 subdomain, at most 253 characters)."""
-    if len(value) > 253 or not DNS_SUBDOMAIN.match(value):
-        raise ValueError(f"{what} {value!r} is not a valid Kubernetes name (lowercase letters, digits, '-', '.')")
-    return value
+    return syntax.dns_subdomain(value, what)
 
 
 def check_namespace(value: str) -> str:
     """Refuse a namespace Kubernetes would refuse (DNS-1123 label, at most 63 characters)."""
-    if len(value) > 63 or not DNS_LABEL.match(value):
-        raise ValueError(f"namespace {value!r} is not a valid DNS-1123 label (lowercase letters, digits, '-', at most 63)")
-    return value
+    return syntax.dns_label(value, "namespace")
 
 
 class Taint(SpecModel):
     """A node taint; ``effect`` accepts Kubernetes (``NoSchedule``) or EKS (``NO_SCHEDULE``) spelling."""
 
-    key: str
-    value: Optional[str] = None
+    key: syntax.TaintKey
+    value: Optional[syntax.TaintValue] = None
     effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule", "NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]
 
 
@@ -78,19 +84,19 @@ class PoolSpec(SpecModel):
     """The node fabric: AWS EFA, RDMA NICs served by GPUStack's Device Manager, or none."""
     manufacturer: Optional[str] = None
     """Accelerator manufacturer; derived from the name when omitted (``nvidia`` above)."""
-    accelerator_resource: Optional[str] = None
+    accelerator_resource: Optional[Annotated[str, AfterValidator(syntax.extended_resource_name)]] = None
     """Extended resource of one whole accelerator; ``nvidia.com/gpu`` for NVIDIA by default."""
-    accelerators_per_node: int = Field(ge=0)
-    interfaces_per_node: int = Field(default=0, ge=0)
+    accelerators_per_node: int = Field(ge=0, le=MAX_ACCELERATORS_PER_NODE)
+    interfaces_per_node: int = Field(default=0, ge=0, le=MAX_INTERFACES_PER_NODE)
     """Fabric endpoints per node: EFA interfaces, or RDMA NICs (exclusive endpoints)."""
-    partitioned_interfaces_per_node: int = Field(default=0, ge=0)
+    partitioned_interfaces_per_node: int = Field(default=0, ge=0, le=MAX_PARTITIONED_INTERFACES_PER_NODE)
     """SR-IOV virtual functions per node advertised as ``device.gpustack.ai/rdma.partitioned``."""
-    node_count: int = Field(ge=1)
-    cpu_per_node: Optional[int] = Field(default=None, ge=1)
+    node_count: int = Field(ge=1, le=MAX_NODES)
+    cpu_per_node: Optional[int] = Field(default=None, ge=1, le=MAX_CPUS_PER_NODE)
     """Allocatable CPUs per node; when set, standalone ClusterQueues also meter ``cpu``."""
     memory_per_node: Optional[str] = None
     """Allocatable memory per node (e.g. ``"512Gi"``); when set, standalone ClusterQueues also meter ``memory``."""
-    node_labels: dict[str, str] = Field(default_factory=dict)
+    node_labels: syntax.Labels = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
     topology: KubeletTopology = Field(default_factory=KubeletTopology.fabric_default)
     """kubelet TopologyManager / CPU manager settings of the pool's nodes (seed step 2)."""
@@ -117,6 +123,16 @@ class PoolSpec(SpecModel):
     @classmethod
     def _valid_name(cls, value: str) -> str:
         return check_object_name(value, "pool name")
+
+    @field_validator("memory_per_node")
+    @classmethod
+    def _memory_quantity(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            try:
+                amount(value, "memoryPerNode", positive=True)
+            except QuantityError as error:
+                raise ValueError(str(error)) from None
+        return value
 
     @field_validator("manufacturer")
     @classmethod

@@ -1,0 +1,201 @@
+"""What Kubernetes and AWS accept as names, label keys and values, taints, tags and ids.
+
+Each check mirrors the system's own rule, so a value is refused while it is still configuration,
+with its path, instead of by the API server or EC2 during ``pulumi up`` -- and so no value can carry
+a ``,``, ``=`` or newline into the kubelet flags (``--node-labels``, ``--register-with-taints``) or
+the TOML that the user data is made of. Every function raises ``ValueError`` with a message that
+names the value; pydantic turns it into a configuration error at the field's path.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Mapping
+
+from pydantic import AfterValidator
+
+# k8s.io/apimachinery/pkg/util/validation/validation.go: dns1123LabelFmt, dns1123SubdomainFmt,
+# qualifiedNameFmt / IsQualifiedName, labelValueFmt / IsValidLabelValue.
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+# EKS API reference: CreateNodegroup ``nodegroupName`` and CreateCluster ``name`` patterns and lengths.
+EKS_NODE_GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+EKS_CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+# EC2 instance types: family[-variant].size, e.g. p5.48xlarge, p6e-gb200.36xlarge, u-6tb1.metal.
+INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+# Region-qualified AZ names: us-east-1a, us-gov-west-1b, and Local Zones such as us-west-2-lax-1a.
+AVAILABILITY_ZONE = re.compile(r"^(?P<region>[a-z]{2}(-[a-z]+)+-\d+)(?P<zone>[a-z]|-[a-z0-9]+-\d+[a-z])$")
+REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+# Container image references: no whitespace or control characters (distribution/reference grammar is stricter).
+_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
+
+
+def dns_label(value: str, what: str = "name") -> str:
+    """A DNS-1123 label: lowercase letters, digits and '-', at most 63 characters (namespaces, role names)."""
+    if len(value) > 63 or not DNS_LABEL.match(value):
+        raise ValueError(f"{what} {value!r} is not a valid DNS-1123 label (lowercase letters, digits, '-', at most 63)")
+    return value
+
+
+def dns_subdomain(value: str, what: str = "name") -> str:
+    """A DNS-1123 subdomain: lowercase letters, digits, '-' and '.', at most 253 characters (object names)."""
+    if len(value) > 253 or not DNS_SUBDOMAIN.match(value):
+        raise ValueError(f"{what} {value!r} is not a valid Kubernetes name (lowercase letters, digits, '-', '.')")
+    return value
+
+
+def qualified_name(value: str, what: str = "key") -> str:
+    """``[prefix/]name``: a DNS subdomain prefix and a name of at most 63 alphanumerics, '-', '_', '.'."""
+    prefix, slash, name = value.rpartition("/")
+    problem = None
+    if slash and (not prefix or len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix)):
+        problem = "its prefix must be a DNS subdomain such as example.com"
+    elif not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        problem = "the name must be 1-63 letters, digits, '-', '_' or '.', starting and ending alphanumeric"
+    if problem:
+        raise ValueError(f"{what} {value!r} is not a valid Kubernetes {what}: {problem}")
+    return value
+
+
+def label_value(value: str, what: str = "label value") -> str:
+    """Empty, or at most 63 letters, digits, '-', '_' and '.', starting and ending alphanumeric."""
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise ValueError(f"{what} {value!r} is not valid: at most 63 letters, digits, '-', '_' or '.', "
+                         "starting and ending alphanumeric")
+    return value
+
+
+def labels(values: Mapping[str, str]) -> Mapping[str, str]:
+    """Every key a qualified name and every value a label value."""
+    for key, value in values.items():
+        qualified_name(key, "label key")
+        label_value(value, f"label {key!r} value")
+    return values
+
+
+def eks_labels(values: Mapping[str, str]) -> Mapping[str, str]:
+    """Kubernetes labels that the EKS node-group API also takes (keys of at most 63 characters)."""
+    labels(values)
+    for key in values:
+        if len(key) > 63:
+            raise ValueError(f"label key {key!r} is longer than the 63 characters an EKS node group accepts")
+    return values
+
+
+def taint_key(value: str) -> str:
+    """A taint key is a qualified name (core/validation: validateNodeTaints)."""
+    return qualified_name(value, "taint key")
+
+
+def taint_value(value: str | None) -> str | None:
+    """A taint value is a label value (core/validation: validateNodeTaints)."""
+    return None if value is None else label_value(value, "taint value")
+
+
+def extended_resource_name(value: str) -> str:
+    """A resource name such as ``nvidia.com/gpu``: a qualified name with a domain prefix."""
+    qualified_name(value, "resource name")
+    if "/" not in value:
+        raise ValueError(f"resource name {value!r} needs a domain prefix, as in nvidia.com/gpu")
+    return value
+
+
+def eks_cluster_name(value: str) -> str:
+    """An EKS cluster name: 1-100 letters, digits, '-' and '_', starting alphanumeric."""
+    if not EKS_CLUSTER_NAME.match(value):
+        raise ValueError(f"EKS cluster name {value!r} must be 1-100 letters, digits, '-' or '_', starting alphanumeric")
+    return value
+
+
+def instance_type(value: str) -> str:
+    """An EC2 instance type name such as ``p5.48xlarge``."""
+    if not INSTANCE_TYPE.match(value):
+        raise ValueError(f"{value!r} is not an EC2 instance type name (such as p5.48xlarge)")
+    return value
+
+
+def availability_zone(value: str) -> str:
+    """An AZ name such as ``us-east-1a`` (AZ ids such as ``use1-az1`` are not names)."""
+    if not AVAILABILITY_ZONE.match(value):
+        raise ValueError(f"{value!r} is not an availability zone name (such as us-east-1a)")
+    return value
+
+
+def region_of_zone(zone: str) -> str:
+    """``us-east-1a`` -> ``us-east-1``; ``us-west-2-lax-1a`` -> ``us-west-2``."""
+    match = AVAILABILITY_ZONE.match(zone)
+    if not match:
+        raise ValueError(f"{zone!r} is not an availability zone name (such as us-east-1a)")
+    return match.group("region")
+
+
+def region(value: str) -> str:
+    """An AWS region name such as ``us-east-1``."""
+    if not REGION.match(value):
+        raise ValueError(f"{value!r} is not an AWS region name (such as us-east-1)")
+    return value
+
+
+def aws_tags(values: Mapping[str, str]) -> Mapping[str, str]:
+    """AWS tags: keys 1-128 characters, not ``aws:``-prefixed; values at most 256 characters."""
+    for key, value in values.items():
+        if not 1 <= len(key) <= 128 or key.lower().startswith("aws:"):
+            raise ValueError(f"tag key {key!r} must be 1-128 characters and must not start with 'aws:'")
+        if len(value) > 256:
+            raise ValueError(f"tag {key!r}: the value is longer than the 256 characters AWS accepts")
+    return values
+
+
+def image(value: str) -> str:
+    """A container image reference: no whitespace, quotes or control characters."""
+    if len(value) > 512 or not _IMAGE.match(value):
+        raise ValueError(f"{value!r} is not a container image reference (registry/repository:tag or @digest)")
+    return value
+
+
+def no_control_characters(value: str, what: str = "value") -> str:
+    """Printable text only: a newline would end the line it is written on (user data, flags)."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError(f"{what} {value!r} contains a control character such as a newline")
+    return value
+
+
+def matching(pattern: str, description: str):
+    """An annotated ``str`` type that must match ``pattern`` (full match); the error shows ``description``."""
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"{value!r} is not {description}")
+        return value
+
+    return Annotated[str, AfterValidator(check)]
+
+
+# EC2/IAM identifier shapes: the resource prefix, then lowercase letters and digits (EC2 issues 8 or
+# 17 hex digits; the shape is kept loose enough for test doubles, strict enough to stop garbage).
+VpcId = matching(r"vpc-[0-9a-z]{1,32}", "a VPC id (vpc-0123456789abcdef0)")
+SubnetId = matching(r"subnet-[0-9a-z]{1,32}", "a subnet id (subnet-0123456789abcdef0)")
+SecurityGroupId = matching(r"sg-[0-9a-z]{1,32}", "a security group id (sg-0123456789abcdef0)")
+CapacityReservationId = matching(r"cr-[0-9a-z]{1,32}", "a capacity reservation id (cr-0123456789abcdef0)")
+RoleArn = matching(r"arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}",
+                   "an IAM role ARN (arn:aws:iam::123456789012:role/name)")
+KubernetesVersion = matching(r"\d+\.\d+", "a Kubernetes minor version such as 1.31")
+
+DnsLabel = Annotated[str, AfterValidator(lambda v: dns_label(v))]
+DnsSubdomain = Annotated[str, AfterValidator(lambda v: dns_subdomain(v))]
+Namespace = Annotated[str, AfterValidator(lambda v: dns_label(v, "namespace"))]
+Labels = Annotated[dict[str, str], AfterValidator(labels)]
+EksLabels = Annotated[dict[str, str], AfterValidator(eks_labels)]
+TaintKey = Annotated[str, AfterValidator(taint_key)]
+TaintValue = Annotated[str, AfterValidator(taint_value)]
+EksClusterName = Annotated[str, AfterValidator(eks_cluster_name)]
+InstanceType = Annotated[str, AfterValidator(instance_type)]
+AvailabilityZone = Annotated[str, AfterValidator(availability_zone)]
+Region = Annotated[str, AfterValidator(region)]
+AwsTags = Annotated[dict[str, str], AfterValidator(aws_tags)]
+Image = Annotated[str, AfterValidator(image)]
+PlainText = Annotated[str, AfterValidator(lambda v: no_control_characters(v))]

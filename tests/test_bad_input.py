@@ -1,0 +1,186 @@
+"""Every category of bad input is refused cleanly: exit 2 naming the file or the configuration path.
+
+One row per mistake a careless or hostile user makes in a stack file (issue 9, items 1-4). Each row
+renders the stack through the command line, in-process, and asserts the refusal: the exit code,
+the path (or file) named in the message, and no traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+from bad_input import dump, render_file, stack_document
+
+Doc = dict[str, Any]
+
+
+def seed(change: Callable[[Doc], Any]) -> str:
+    document = stack_document("seed-rdma")
+    change(document["config"])
+    return dump(document)
+
+
+def efa(change: Callable[[Doc], Any]) -> str:
+    document = stack_document("aws-efa")
+    change(document["config"])
+    return dump(document)
+
+
+def pool(config: Doc, index: int = 0) -> Doc:
+    return config["gpu-fabric:pools"][index]
+
+
+def role(config: Doc, index: int = 0) -> Doc:
+    return config["gpu-fabric:modelDeployments"][0]["roles"][index]
+
+
+def member(config: Doc) -> Doc:
+    return config["gpu-fabric:kvCacheBackends"][0]["connection"]["managed"]["members"][0]
+
+
+SEED_TEXT = dump(stack_document("seed-rdma"))
+
+# id -> (stack file text or bytes, fragments the refusal must contain)
+STACK_FILES: dict[str, tuple[Any, tuple[str, ...]]] = {
+    "file-is-a-list": ("- a\n- b\n", ("Pulumi.x.yaml", "mapping")),
+    "file-is-a-scalar": ("just text\n", ("Pulumi.x.yaml", "mapping")),
+    "config-is-a-list": ("config:\n  - gpu-fabric:pools\n", ("Pulumi.x.yaml", "config")),
+    "config-is-a-string": ("config: nope\n", ("Pulumi.x.yaml", "config")),
+    "not-utf8": (b"config:\n  gpu-fabric:namespaces: [\xff\xfe]\n", ("Pulumi.x.yaml", "UTF-8")),
+    "alias-bomb": (
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8))
+        + "config:\n  gpu-fabric:namespaces: *i\n",
+        ("Pulumi.x.yaml", "alias"),
+    ),
+    "yaml-syntax-error": ("config:\n  gpu-fabric:namespaces: [team-a\n", ("Pulumi.x.yaml", "line")),
+    "date-value": (SEED_TEXT.replace("feature.gpustack.ai/rdma.capable: 'true'", "feature.gpustack.ai/rdma.capable: 2024-01-01"),
+                   ("Pulumi.x.yaml", "date")),
+    "binary-value": (SEED_TEXT.replace("- team-a", "- !!binary aGVsbG8=", 1), ("Pulumi.x.yaml", "binary")),
+    "set-value": (SEED_TEXT.replace("  gpu-fabric:namespaces:\n  - team-a", "  gpu-fabric:namespaces: !!set {team-a}"),
+                  ("Pulumi.x.yaml", "namespaces")),
+    "non-string-key": (SEED_TEXT.replace("    nodeCount: 2", "    nodeCount: 2\n    1: x"), ("Pulumi.x.yaml", "key")),
+    "duplicate-config-key": (SEED_TEXT.replace("  gpu-fabric:gpustackApiVersion: v1",
+                                               "  gpu-fabric:gpustackApiVersion: v1\n  gpu-fabric:queueOwner: standalone"),
+                             ("Pulumi.x.yaml", "gpu-fabric:queueOwner", "more than once")),
+    "duplicate-nested-key": (SEED_TEXT.replace("    nodeCount: 2", "    nodeCount: 2\n    nodeCount: 3"),
+                             ("Pulumi.x.yaml", "nodeCount", "more than once")),
+    "near-miss-underscore": (SEED_TEXT.replace("gpu-fabric:kvCacheBackends", "gpu_fabric:kvCacheBackends"),
+                             ("gpu_fabric:kvCacheBackends", "gpu-fabric:")),
+    "near-miss-case": (SEED_TEXT.replace("gpu-fabric:kvCacheBackends", "GPU-Fabric:kvCacheBackends"),
+                       ("GPU-Fabric:kvCacheBackends", "gpu-fabric:")),
+    "near-miss-no-dash": (SEED_TEXT.replace("gpu-fabric:kvCacheBackends", "gpufabric:kvCacheBackends"),
+                          ("gpufabric:kvCacheBackends", "gpu-fabric:")),
+    "key-without-namespace": (SEED_TEXT.replace("gpu-fabric:kvCacheBackends", "kvCacheBackends"),
+                              ("kvCacheBackends", "gpu-fabric:")),
+}
+
+NUMBERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "node-count-bool": (seed(lambda c: pool(c).update(nodeCount=True)), ("pools[0].nodeCount", "boolean")),
+    "accelerators-bool": (seed(lambda c: pool(c).update(acceleratorsPerNode=False)), ("pools[0].acceleratorsPerNode",)),
+    "replicas-bool": (seed(lambda c: role(c).update(replicas=True)), ("modelDeployments[0].roles[0].replicas",)),
+    "node-count-huge": (seed(lambda c: pool(c).update(nodeCount=10**30)), ("pools[0].nodeCount",)),
+    "node-count-inf": (seed(lambda c: pool(c).update(nodeCount=float("inf"))), ("pools[0].nodeCount",)),
+    "node-count-nan": (seed(lambda c: pool(c).update(nodeCount=float("nan"))), ("pools[0].nodeCount",)),
+    "node-count-fraction": (seed(lambda c: pool(c).update(nodeCount=2.5)), ("pools[0].nodeCount",)),
+    "interfaces-huge": (seed(lambda c: pool(c).update(interfacesPerNode=100000)), ("pools[0].interfacesPerNode",)),
+    "accelerators-huge": (seed(lambda c: pool(c).update(acceleratorsPerNode=100000)), ("pools[0].acceleratorsPerNode",)),
+    "cpu-huge": (seed(lambda c: pool(c).update(cpuPerNode=10**12)), ("pools[0].cpuPerNode",)),
+    "memory-not-a-quantity": (seed(lambda c: pool(c).update(memoryPerNode="lots")), ("pools[0].memoryPerNode",)),
+    "memory-negative": (seed(lambda c: pool(c).update(memoryPerNode="-8Gi")), ("pools[0].memoryPerNode",)),
+    "memory-huge": (seed(lambda c: pool(c).update(memoryPerNode="1e400")), ("pools[0].memoryPerNode",)),
+    "memory-nan": (seed(lambda c: pool(c).update(memoryPerNode=float("nan"))), ("pools[0].memoryPerNode",)),
+    "capacity-negative": (seed(lambda c: member(c).update(capacityPerMember="-8Gi")),
+                          ("kvCacheBackends[0].connection.managed.members[0].capacityPerMember",)),
+    "capacity-inf": (seed(lambda c: member(c).update(capacityPerMember=float("inf"))),
+                     ("kvCacheBackends[0].connection.managed.members[0].capacityPerMember",)),
+    "shm-not-a-quantity": (seed(lambda c: role(c).update(shmSize="banana")), ("modelDeployments[0].roles[0].shmSize",)),
+    "shm-negative": (seed(lambda c: role(c).update(shmSize="-1Gi")), ("modelDeployments[0].roles[0].shmSize",)),
+    "accelerator-inf": (seed(lambda c: role(c)["resources"].update(accelerator=float("inf"))),
+                        ("modelDeployments[0].roles[0].resources.accelerator",)),
+    "interface-negative": (seed(lambda c: role(c)["resources"].update(interface="-2")),
+                           ("modelDeployments[0].roles[0].resources.interface",)),
+    "quota-negative": (efa(lambda c: c["gpu-fabric:kvCachePools"][0]["quota"].update(total="-1Gi")),
+                       ("kvCachePools[0].quota.total",)),
+    "max-size-huge": (efa(lambda c: pool(c)["aws"]["scaling"].update(maxSize=10**9)), ("pools[0].aws.scaling.maxSize",)),
+    "volume-huge": (efa(lambda c: pool(c)["aws"].update(rootVolume={"sizeGiB": 10**9})), ("pools[0].aws.rootVolume.sizeGiB",)),
+    "card-index-huge": (efa(lambda c: pool(c)["aws"].update(efaCardIndices=[0, 10**6])), ("pools[0].aws.efaCardIndices",)),
+    "nan-inside-free-form": (seed(lambda c: member(c).update(securityContext={"runAsUser": float("nan")})),
+                             ("kvCacheBackends[0].connection.managed.members[0].securityContext",)),
+}
+
+SYNTAX: dict[str, tuple[str, tuple[str, ...]]] = {
+    "label-key-invalid": (seed(lambda c: pool(c)["nodeLabels"].update({"bad key": "x"})), ("pools[0].nodeLabels",)),
+    "label-value-injects-flag": (seed(lambda c: pool(c)["nodeLabels"].update(zone="a,b=c")), ("pools[0].nodeLabels",)),
+    "label-value-newline": (seed(lambda c: pool(c)["nodeLabels"].update(zone="a\n--x")), ("pools[0].nodeLabels",)),
+    "label-value-too-long": (seed(lambda c: pool(c)["nodeLabels"].update(zone="a" * 64)), ("pools[0].nodeLabels",)),
+    "taint-key-injects": (efa(lambda c: pool(c)["taints"].append({"key": "a=b,c", "effect": "NoSchedule"})),
+                          ("pools[0].taints[1].key",)),
+    "taint-value-injects": (efa(lambda c: pool(c)["taints"].append({"key": "a", "value": "x:NoSchedule,y", "effect": "NoSchedule"})),
+                            ("pools[0].taints[1].value",)),
+    "aws-label-injects": (efa(lambda c: pool(c)["aws"].update(labels={"a": "b,--max-pods=1"})), ("pools[0].aws.labels",)),
+    "aws-taint-key-injects": (efa(lambda c: pool(c)["aws"].update(taints=[{"key": "x\ny", "effect": "NO_SCHEDULE"}])),
+                              ("pools[0].aws.taints[0].key",)),
+    "device-manager-namespace": (seed(lambda c: c.update({"gpu-fabric:devicePlugins": {"deviceManager": {
+        "deployedBy": "stack", "namespace": "Bad_NS"}}})), ("devicePlugins.deviceManager.namespace",)),
+    "efa-plugin-namespace": (efa(lambda c: c.update({"gpu-fabric:devicePlugins": {"efa": {"namespace": "../etc"}}})),
+                             ("devicePlugins.efa.namespace",)),
+    "release-name": (seed(lambda c: c.update({"gpu-fabric:devicePlugins": {"deviceManager": {
+        "deployedBy": "stack", "releaseName": "a/../b"}}})), ("devicePlugins.deviceManager.releaseName",)),
+    "ami-arch-mismatch": (efa(lambda c: pool(c)["aws"].update(amiType="AL2023_ARM_64_NVIDIA")), ("pools[0].aws.amiType",)),
+    "az-outside-region": (efa(lambda c: pool(c)["aws"].update(availabilityZone="eu-west-1a")),
+                          ("pools[0].aws.availabilityZone",)),
+    "az-not-an-az": (efa(lambda c: pool(c)["aws"].update(availabilityZone="somewhere")), ("pools[0].aws.availabilityZone",)),
+    "node-group-other-cluster": (efa(lambda c: pool(c)["aws"].update(clusterName="other-cluster")),
+                                 ("pools[0].aws.clusterName",)),
+    "cluster-name-invalid": (efa(lambda c: pool(c)["aws"].update(clusterName="bad name!")), ("pools[0].aws.clusterName",)),
+    "instance-type-not-a-type": (efa(lambda c: pool(c)["aws"].update(instanceTypes=["p5.48xlarge; rm -rf"])),
+                                 ("pools[0].aws.instanceTypes",)),
+    "tag-value-too-long": (efa(lambda c: pool(c)["aws"].update(tags={"team": "x" * 300})), ("pools[0].aws.tags",)),
+    "eks-cluster-name-invalid": (efa(lambda c: c["gpu-fabric:kubernetes"]["eksCluster"].update(name="bad name")),
+                                 ("kubernetes.eksCluster.name",)),
+    "accelerator-resource-invalid": (seed(lambda c: pool(c).update(acceleratorResource="nvidia.com/gpu count")),
+                                     ("pools[0].acceleratorResource",)),
+}
+
+REFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "binding-to-missing-pool": (efa(lambda c: c["gpu-fabric:kvCachePoolBindings"][0]["poolRef"].update(name="nope")),
+                                ("kvCachePoolBindings[0].poolRef.name",)),
+    "deployment-to-missing-binding": (efa(lambda c: c["gpu-fabric:modelDeployments"][0]["kvCache"]["poolRef"].update(name="nope")),
+                                      ("modelDeployments[0].kvCache.poolRef.name",)),
+    "member-selector-matches-no-pool": (seed(lambda c: member(c).update(nodeSelector={"kubernetes.io/os": "plan9"})),
+                                        ("kvCacheBackends[0].connection.managed.members[0].nodeSelector",)),
+    "duplicate-pool": (seed(lambda c: c["gpu-fabric:pools"].append(dict(pool(c)))), ("pools[1]", "more than once")),
+    "duplicate-namespace": (seed(lambda c: c["gpu-fabric:namespaces"].append("team-a")), ("namespaces[1]",)),
+    "topology-none-on-fabric-pool": (efa(lambda c: pool(c)["topology"].update(policy="none")), ("pools[0].topology.policy",)),
+    "efa-pool-without-placement": (efa(lambda c: pool(c)["aws"].update(placementGroup={"mode": "none"})),
+                                   ("pools[0].aws.placementGroup",)),
+    "member-wants-more-interfaces": (efa(lambda c: member(c).update(fabricInterfaceCount=4)),
+                                     ("kvCacheBackends[0].connection.managed.members[0]",)),
+}
+
+CASES = {
+    **{f"stack-file/{key}": value for key, value in STACK_FILES.items()},
+    **{f"numbers/{key}": value for key, value in NUMBERS.items()},
+    **{f"syntax/{key}": value for key, value in SYNTAX.items()},
+    **{f"references/{key}": value for key, value in REFERENCES.items()},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_stack_file_is_refused_with_its_path(case, tmp_path):
+    text, fragments = CASES[case]
+    outcome = render_file(tmp_path, text)
+    assert not outcome.crashed, outcome.describe()
+    assert outcome.code == 2, outcome.describe()
+    for fragment in fragments:
+        assert fragment in outcome.err, f"{fragment!r} missing\n{outcome.describe()}"
+    assert not (tmp_path / "out").exists(), "a refused stack must write nothing"
+
+
+def test_every_row_changes_a_valid_stack_file():
+    # A replacement that matched nothing would test the valid file and pass for the wrong reason.
+    valid = {SEED_TEXT, dump(stack_document("aws-efa"))}
+    assert not [case for case, (text, _) in CASES.items() if text in valid]
