@@ -129,12 +129,7 @@ SYNTAX: dict[str, tuple[str, tuple[str, ...]]] = {
                              ("devicePlugins.efa.namespace",)),
     "release-name": (seed(lambda c: c.update({"gpu-fabric:devicePlugins": {"deviceManager": {
         "deployedBy": "stack", "releaseName": "a/../b"}}})), ("devicePlugins.deviceManager.releaseName",)),
-    "ami-arch-mismatch": (efa(lambda c: pool(c)["aws"].update(amiType="AL2023_ARM_64_NVIDIA")), ("pools[0].aws.amiType",)),
-    "az-outside-region": (efa(lambda c: pool(c)["aws"].update(availabilityZone="eu-west-1a")),
-                          ("pools[0].aws.availabilityZone",)),
     "az-not-an-az": (efa(lambda c: pool(c)["aws"].update(availabilityZone="somewhere")), ("pools[0].aws.availabilityZone",)),
-    "node-group-other-cluster": (efa(lambda c: pool(c)["aws"].update(clusterName="other-cluster")),
-                                 ("pools[0].aws.clusterName",)),
     "cluster-name-invalid": (efa(lambda c: pool(c)["aws"].update(clusterName="bad name!")), ("pools[0].aws.clusterName",)),
     "instance-type-not-a-type": (efa(lambda c: pool(c)["aws"].update(instanceTypes=["p5.48xlarge; rm -rf"])),
                                  ("pools[0].aws.instanceTypes",)),
@@ -154,11 +149,6 @@ REFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {
                                         ("kvCacheBackends[0].connection.managed.members[0].nodeSelector",)),
     "duplicate-pool": (seed(lambda c: c["gpu-fabric:pools"].append(dict(pool(c)))), ("pools[1]", "more than once")),
     "duplicate-namespace": (seed(lambda c: c["gpu-fabric:namespaces"].append("team-a")), ("namespaces[1]",)),
-    "topology-none-on-fabric-pool": (efa(lambda c: pool(c)["topology"].update(policy="none")), ("pools[0].topology.policy",)),
-    "efa-pool-without-placement": (efa(lambda c: pool(c)["aws"].update(placementGroup={"mode": "none"})),
-                                   ("pools[0].aws.placementGroup",)),
-    "member-wants-more-interfaces": (efa(lambda c: member(c).update(fabricInterfaceCount=4)),
-                                     ("kvCacheBackends[0].connection.managed.members[0]",)),
 }
 
 CASES = {

@@ -37,9 +37,10 @@ class _StrictLoader(yaml.SafeLoader):
     """``SafeLoader`` that refuses repeated and non-string mapping keys, with their line."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        self.flatten_mapping(node)  # resolves "<<" merge keys first, as SafeLoader does
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # "<<: *base" brings keys that the mapping's own keys may override
             key = self.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
             if not isinstance(key, str):

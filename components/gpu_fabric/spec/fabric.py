@@ -115,13 +115,20 @@ def _reference_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
     for i, pool in enumerate(config.kv_cache_pools):
         if pool.backends[0] not in backends:
             yield f"kvCachePools[{i}].backends[0]", f"names no KVCacheBackend of this stack ({_listing(backends)})"
+    cache_pools = {pool.name for pool in config.kv_cache_pools}
     for i, binding in enumerate(config.kv_cache_pool_bindings):
         if binding.namespace not in tenants:
             yield f"kvCachePoolBindings[{i}].namespace", f"{binding.namespace!r} is not one of namespaces ({_listing(tenants)})"
+        if binding.pool_ref.name not in cache_pools:
+            yield f"kvCachePoolBindings[{i}].poolRef.name", f"names no KVCachePool of this stack ({_listing(cache_pools)})"
+    bindings = {(binding.namespace, binding.name) for binding in config.kv_cache_pool_bindings}
 
     for i, deployment in enumerate(config.model_deployments):
         if deployment.namespace not in tenants:
             yield f"modelDeployments[{i}].namespace", f"{deployment.namespace!r} is not one of namespaces ({_listing(tenants)})"
+        if deployment.kv_cache is not None and (deployment.namespace, deployment.kv_cache.pool_ref.name) not in bindings:
+            yield (f"modelDeployments[{i}].kvCache.poolRef.name", "names no KVCachePoolBinding of this stack in namespace "
+                   f"{deployment.namespace} ({_listing(name for ns, name in bindings if ns == deployment.namespace)})")
         for j, role in enumerate(deployment.roles):
             path = f"modelDeployments[{i}].roles[{j}]"
             pool = config.pool(role.instance_type)
