@@ -521,28 +521,32 @@ def read_reply(connection: socket.socket, serial: int) -> Tuple[int, Dict[int, A
             return kind, fields, strings[0] if strings else ""
 
 
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
 class ClusterApi:
     """The few API-server calls the agent makes, with its service-account token (urllib only)."""
 
-    SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-
-    def __init__(self) -> None:
-        host = os.environ.get("KUBERNETES_SERVICE_HOST", "kubernetes.default.svc")
-        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-        self.base = f"https://{host}:{port}"
-        self.context = ssl.create_default_context(cafile=str(self.SERVICE_ACCOUNT / "ca.crt"))
+    def __init__(self, base: str, service_account: Path) -> None:
+        self.base = base
+        self.service_account = service_account
+        self._context: Optional[ssl.SSLContext] = None
 
     def request(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Tuple[int, Dict[str, Any]]:
-        """``(status, decoded JSON)``; HTTP errors are returned, not raised."""
-        token = (self.SERVICE_ACCOUNT / "token").read_text().strip()  # re-read: projected tokens rotate
+        """``(status, decoded JSON)``; HTTP errors are returned, an unreachable API server is an :class:`AgentError`."""
+        if self._context is None:
+            self._context = ssl.create_default_context(cafile=str(self.service_account / "ca.crt"))
+        token = (self.service_account / "token").read_text().strip()  # re-read: projected tokens rotate
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.base + path, data=data, method=method, headers={
             "Authorization": f"Bearer {token}", "Accept": "application/json", "Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, context=self.context, timeout=30) as response:
+            with urllib.request.urlopen(request, context=self._context, timeout=30) as response:
                 return response.status, json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as error:
             return error.code, {}
+        except (OSError, ValueError) as error:
+            raise AgentError(f"cannot reach the API server at {self.base}: {error}") from None
 
 
 def _now() -> str:
@@ -799,17 +803,23 @@ def kubelet_certificate(kubelet: KubeletProcess, files: HostFiles) -> Optional[b
 # -- entry points ------------------------------------------------------------------------------------
 
 
-def _agent_from_environment() -> Agent:
+def agent_from_environment() -> Agent:
     environment = os.environ
     settings_dir = Path(environment.get("SETTINGS_DIR", "/etc/gpu-fabric"))
     dropin_name = environment["DROPIN_NAME"]
     files = HostFiles(Path(environment.get("HOST_ROOT", "/host")), tuple(environment["HOST_PATHS"].split(":")))
-    api = ClusterApi()
+    service_account = Path(environment.get("SERVICE_ACCOUNT_DIR", SERVICE_ACCOUNT_DIR))
+    api_host = environment.get("KUBERNETES_SERVICE_HOST", "kubernetes.default.svc")
+    api = ClusterApi(f"https://{api_host}:{environment.get('KUBERNETES_SERVICE_PORT', '443')}", service_account)
     node = environment["NODE_NAME"]
 
     def configz(kubelet: KubeletProcess) -> Dict[str, Any]:
-        return KubeletConfigz(environment["HOST_IP"], ClusterApi.SERVICE_ACCOUNT / "token",
-                              ClusterApi.SERVICE_ACCOUNT / "ca.crt", kubelet_certificate(kubelet, files)).read()
+        try:
+            client = KubeletConfigz(environment["HOST_IP"], service_account / "token", service_account / "ca.crt",
+                                    kubelet_certificate(kubelet, files))
+        except OSError as error:  # includes ssl.SSLError: an unreadable CA bundle or kubelet certificate
+            raise AgentError(f"cannot set up TLS to the kubelet: {error}") from None
+        return client.read()
 
     return Agent(
         proc=Path(environment.get("PROC_ROOT", "/proc")),
@@ -840,7 +850,7 @@ def main(argv: Sequence[str]) -> int:
     if command != "run":
         print(f"usage: {argv[0]} run|probe", file=sys.stderr)
         return 2
-    agent = _agent_from_environment()
+    agent = agent_from_environment()
     interval = float(os.environ.get("INTERVAL_SECONDS", "30"))
     last = ""
     while True:
