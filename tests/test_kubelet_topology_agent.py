@@ -276,3 +276,34 @@ def test_an_agent_annotation_on_a_foreign_workload_does_not_buy_more_access() ->
     # its /dev mount are outside the agent's allowance.
     assert any("hostNetwork: true" in message for message in messages)
     assert any("hostPath /dev/infiniband" in message for message in messages)
+
+
+# -- fabric-pool-topology-delivered -----------------------------------------------------------------
+
+
+def stack_of(values: dict) -> list:
+    from gpu_fabric.policies._props import Resource
+    from gpu_fabric.resources.fabric import GpuFabric
+
+    result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", values))
+    return [Resource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
+
+
+def test_a_topology_that_reaches_no_node_is_said_so() -> None:
+    from gpu_fabric.policies import fabric_pool_topology_delivered
+
+    assert_metadata(fabric_pool_topology_delivered, EnforcementLevel.ADVISORY)
+    values = seed_values()
+    values["pools"][0].pop("topologyAgent")
+    assert_violation(fabric_pool_topology_delivered, stack_of(values), f"pool {A10G}: its kubelet topology reaches no node")
+    assert_no_violations(fabric_pool_topology_delivered, rendered("seed-rdma"))
+    assert_no_violations(fabric_pool_topology_delivered, rendered("aws-efa"))
+
+
+def test_a_hand_composed_agent_counts_as_delivery() -> None:
+    from gpu_fabric.policies import fabric_pool_topology_delivered
+
+    values = seed_values()
+    values["pools"][0].pop("topologyAgent")
+    agent = k8s(objects(with_topology(None))["DaemonSet"])
+    assert_no_violations(fabric_pool_topology_delivered, [*stack_of(values), agent])

@@ -31,7 +31,11 @@ from gpu_fabric.policies.security import (
     mooncake_members_unprivileged,
 )
 from gpu_fabric.policies.security_groups import efa_security_group_self_rules
-from gpu_fabric.policies.topology import fabric_pool_topology, fabric_pool_topology_alignment
+from gpu_fabric.policies.topology import (
+    fabric_pool_topology,
+    fabric_pool_topology_alignment,
+    fabric_pool_topology_delivered,
+)
 from gpu_fabric.policies.transfer_paths import transfer_path_consistency
 
 ALL_POLICIES: list[Policy] = [
@@ -43,6 +47,7 @@ ALL_POLICIES: list[Policy] = [
     device_plugin_coverage,
     fabric_pool_topology,
     fabric_pool_topology_alignment,
+    fabric_pool_topology_delivered,
     kv_cache_transport_fabric,
     kueue_fabric_workload_queue,
     kueue_fabric_keys_covered,
@@ -66,6 +71,7 @@ __all__ = [
     "efa_security_group_self_rules",
     "fabric_pool_topology",
     "fabric_pool_topology_alignment",
+    "fabric_pool_topology_delivered",
     "kubelet_host_access",
     "kueue_fabric_keys_covered",
     "kueue_fabric_workload_queue",

@@ -7,7 +7,10 @@ Two policies, since enforcement is per policy:
   ``static``) -- read back through :class:`gpu_fabric.topology.KubeletTopology`, the model the node
   user data is rendered from;
 * ``fabric-pool-topology-alignment`` (advisory): ``best-effort`` admits misaligned pods; use
-  ``restricted`` or ``single-numa-node``.
+  ``restricted`` or ``single-numa-node``;
+* ``fabric-pool-topology-delivered`` (advisory): the settings reach the pool's nodes, through the
+  stack's EKS node group user data or a ``KubeletTopologyAgent``; otherwise they are computed and
+  never applied, and the nodes run the kubelet default (``none``).
 
 A pool without a ``topology`` block gets the fabric default (``restricted``/``container``).
 """
@@ -18,7 +21,7 @@ from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.policies._props import pool_facts, stack_resources
+from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, pool_facts, stack_resources
 
 ALIGNED_POLICIES = ("restricted", "single-numa-node")
 
@@ -62,6 +65,38 @@ def _validate_advisory(args: StackValidationArgs, report_violation: Any) -> None
             )
 
 
+def undelivered_topologies(resources: list[Resource]) -> list[tuple[str, str]]:
+    """``(urn, pool name)`` of fabric pools whose kubelet topology no part of the stack delivers.
+
+    Delivered means: the pool's nodes come from the stack's node group (``aws``: user data), the
+    pool sets ``topologyAgent``, or a topology agent DaemonSet of the stack names the pool.
+    """
+    from gpu_fabric.builders.kubelet_topology_agent import POOL_ANNOTATION
+    from gpu_fabric.host_access import is_topology_agent
+
+    agents = {known_str(as_mapping(as_mapping(r.props.get("metadata")).get("annotations")).get(POOL_ANNOTATION))
+              for r in resources if r.type.startswith("kubernetes:") and is_topology_agent({"kind": r.type.rsplit(":", 1)[-1], **r.props})}
+    missing = []
+    for resource in resources:
+        if resource.type != KUEUE_POOL_TYPE:
+            continue
+        pool = as_mapping(resource.props.get("pool"))
+        name = known_str(pool.get("name"))
+        if not name or (known_str(pool.get("fabric")) or "none") == "none":
+            continue
+        if pool.get("aws") or pool.get("topologyAgent") or name in agents:
+            continue
+        missing.append((resource.urn, name))
+    return missing
+
+
+def _validate_delivered(args: StackValidationArgs, report_violation: Any) -> None:
+    for urn, name in undelivered_topologies(stack_resources(args)):
+        report_violation(
+            f"pool {name}: its kubelet topology reaches no node: the stack does not provision its nodes and runs no "
+            "kubelet topology agent for it, so its kubelets keep their own TopologyManager policy", urn)
+
+
 fabric_pool_topology = StackValidationPolicy(
     name="fabric-pool-topology",
     display_name="Fabric pools run an aligning, consistent kubelet topology",
@@ -90,5 +125,22 @@ fabric_pool_topology_alignment = StackValidationPolicy(
     remediation_steps=(
         "Set topology.policy to 'restricted' (rejects pods whose devices cannot be aligned) or 'single-numa-node'; "
         "pair it with whole-node or NUMA-sized requests, since rejected pods are not rescheduled."
+    ),
+)
+
+fabric_pool_topology_delivered = StackValidationPolicy(
+    name="fabric-pool-topology-delivered",
+    display_name="Fabric pools' kubelet topology reaches their nodes",
+    description=(
+        "A fabric pool's kubelet topology is delivered to its nodes: by the stack's EKS node group user data, or by a "
+        "KubeletTopologyAgent (topologyAgent: true) for nodes the stack does not provision."
+    ),
+    validate=_validate_delivered,
+    enforcement_level=EnforcementLevel.ADVISORY,
+    severity=Severity.MEDIUM,
+    tags=["kubelet", "numa", "topology"],
+    remediation_steps=(
+        "Set topologyAgent: true on the pool (see docs/kubelet-topology-agent.md), or configure each node's kubelet "
+        "as the walkthrough's step 2 does and verify with /configz."
     ),
 )
