@@ -172,3 +172,19 @@ def test_render_urns_are_the_engines_and_components_declare_object_identity(base
         assert {"metadata.name", "metadata.namespace"} <= set(resource.replace_on_changes)
         if resource.type == "kubernetes:apps/v1:DaemonSet":
             assert "spec.selector" in resource.replace_on_changes
+
+
+def test_markdown_fits_one_comment_and_carries_the_marker(repo, capsys, edit_stack):
+    from gpu_fabric.diff.markdown import GITHUB_COMMENT_LIMIT, marker
+
+    def change(config):
+        config["gpu-fabric:namespaces"].append("team-md")
+        pool = next(p for p in config["gpu-fabric:pools"] if p.get("aws"))
+        pool["aws"]["capacityType"] = "SPOT" if pool["aws"].get("capacityType") != "SPOT" else "ON_DEMAND"
+    edit_stack(change)
+    assert main(["diff", "--base", "main", "--stack", STACK, "--project", str(repo), "--markdown"]) == 0
+    text = capsys.readouterr().out
+    assert len(text) <= GITHUB_COMMENT_LIMIT
+    assert text.splitlines()[0] == marker(STACK)
+    assert text.index("[!WARNING]") < text.index("#### Replace") < text.index("#### Create") < text.index("<details>")
+    assert "`capacityType` changed" in text

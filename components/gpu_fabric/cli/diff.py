@@ -1,9 +1,11 @@
 """``gpu-fabric diff``: what a change to a stack will do, offline, in Pulumi's vocabulary.
 
-    gpu-fabric diff --base origin/main --stack aws-efa [--head REF] [--json] [--detailed-exitcode]
+    gpu-fabric diff --base origin/main --stack aws-efa [--head REF] [--json | --markdown] [--detailed-exitcode]
+    gpu-fabric diff --from-preview-json preview.json --markdown [--stack NAME]
 
-It renders the stack at ``--base`` and at ``--head`` (default: the working tree) with the
-installed gpu-fabric and compares them (``gpu_fabric.diff``). Exit 0 (with or without changes;
+The first form renders the stack at ``--base`` and at ``--head`` (default: the working tree)
+with the installed gpu-fabric and compares them (``gpu_fabric.diff``). The second renders a real
+``pulumi preview --json`` digest with the same Markdown layout. Exit 0 (with or without changes;
 2 with ``--detailed-exitcode`` when there are changes); bad input exits 2 with one line naming
 the ref, stack or file.
 """
@@ -28,7 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--head", metavar="REF", help="git ref of the head (default: the working tree)")
     parser.add_argument("--stack", metavar="NAME", help="stack name (stacks/Pulumi.NAME.yaml)")
     parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
-    parser.add_argument("--json", action="store_true", help="print the digest as JSON (default)")
+    parser.add_argument("--from-preview-json", type=Path, metavar="FILE",
+                        help="render a `pulumi preview --json` digest instead of comparing refs")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the digest as JSON (default)")
+    output.add_argument("--markdown", action="store_true", help="print one pull-request comment in Markdown")
     parser.add_argument("--detailed-exitcode", action="store_true", help="exit 2 when there are changes")
     parser.set_defaults(func=run)
 
@@ -46,15 +52,26 @@ def run(args: argparse.Namespace) -> int:
         digest = _digest(args)
     except DiffInputError as error:
         return _fail(str(error))
-    sys.stdout.write(json.dumps(digest.to_json(), indent=2, sort_keys=False) + "\n")
+    if args.markdown:
+        from gpu_fabric.diff.markdown import render_markdown
+
+        sys.stdout.write(render_markdown(digest))
+    else:
+        sys.stdout.write(json.dumps(digest.to_json(), indent=2, sort_keys=False) + "\n")
     return EXIT_CHANGES if args.detailed_exitcode and digest.has_changes else EXIT_OK
 
 
 def _digest(args: argparse.Namespace):
     from gpu_fabric.diff.source import DiffInputError
 
+    if args.from_preview_json is not None:
+        if args.base or args.head:
+            raise DiffInputError("--from-preview-json renders a preview file; it takes no --base or --head")
+        from gpu_fabric.diff.preview_json import load_preview_digest
+
+        return load_preview_digest(args.from_preview_json, stack=args.stack)
     if not args.base:
-        raise DiffInputError("--base REF is required")
+        raise DiffInputError("--base REF is required (or --from-preview-json FILE)")
     if not args.stack:
         raise DiffInputError("--stack NAME is required")
     from gpu_fabric.diff.compare import compare

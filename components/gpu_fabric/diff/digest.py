@@ -108,6 +108,8 @@ class Digest:
     base: str = ""
     head: str = ""
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
+    source: str = ""
+    """Where a digest read from a file came from (``pulumi preview --json`` output); empty for an offline diff."""
 
     @property
     def has_changes(self) -> bool:
@@ -127,6 +129,8 @@ class Digest:
             document["head"] = self.head
         if self.diagnostics:
             document["diagnostics"] = self.diagnostics
+        if self.source:
+            document["source"] = self.source
         return document
 
 

@@ -27,7 +27,12 @@ def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedPr
 
 
 def _one_line(text: str) -> str:
-    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+    """Join a multi-line message into one line: ``"a:\n  b\n  c"`` -> ``"a: b; c"``."""
+    joined = ""
+    for line in (line.strip() for line in str(text).splitlines()):
+        if line:
+            joined += line if not joined else (" " if joined.endswith(":") else "; ") + line
+    return joined
 
 
 def repository_root(project_dir: Path) -> tuple[Path, str]:
