@@ -93,9 +93,12 @@ def test_connection_needs_exactly_one_mode():
 
 
 def test_server_role_cannot_mix_with_prefill():
+    # The operator's rule (validateModelDeploymentRoleKinds), reported at each role's kind.
     values = seed_values()
     values["modelDeployments"][0]["roles"][0]["kind"] = "Server"
-    assert "Server role cannot be combined" in problems(values)["modelDeployments[0]"]
+    found = problems(values)
+    assert set(found) == {"modelDeployments[0].roles[0].kind", "modelDeployments[0].roles[1].kind"}
+    assert found["modelDeployments[0].roles[0].kind"].startswith('"Server" cannot be combined with another kind')
 
 
 def test_config_keys_are_camel_case():

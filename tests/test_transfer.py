@@ -169,9 +169,13 @@ def test_unresolved_cache_is_not_checked_without_interface_requests():
     assert analyze([deployment(kv_cache="missing", interface=None)]).ok
 
 
-@pytest.mark.parametrize("value, message", [("-1", MSG_NOT_POSITIVE), ("1500m", MSG_NOT_WHOLE)])
-def test_invalid_interface_counts(value, message):
-    assert messages(analyze([deployment(interface=value)]))[0][1] == message
+@pytest.mark.parametrize("value", ["-1", "1500m", -2, "0.5"])
+def test_negative_and_fractional_interface_counts_get_the_operators_message(value):
+    # validateModelDeploymentRoleResources refuses them on every role, before any translation.
+    assert messages(analyze([deployment(interface=value)])) == [
+        ("spec.roles[0].resources.interface", "interface count must be a non-negative whole number"),
+        ("spec.roles[1].resources.interface", "interface count must be a non-negative whole number"),
+    ]
 
 
 @pytest.mark.parametrize("value", [None, "0", 0])

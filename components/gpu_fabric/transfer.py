@@ -1,24 +1,28 @@
-"""The GPUStack operator's transfer-path admission, decided before anything is applied.
+"""The GPUStack operator's ModelDeployment admission, decided before anything is applied.
 
-The operator's validating webhook refuses a ModelDeployment whose ``roles[].resources.interface``
-request is not used by an RDMA or EFA transfer leg, and translates accepted requests into device
-resource keys. This module makes the same decision over plain manifests, with the operator's own
-messages, so that ``pulumi preview`` (policy pack), ``gpu-fabric lint`` and the components all
-refuse the same things. It is the single source of truth for that rule: never copy it.
+The operator's validating webhook (``ValidateCreate`` in ``pkg/worker/webhooks/worker/model_deployment.go``,
+read at :data:`gpu_fabric.operator_pin.OPERATOR_COMMIT`) decides, in this order, and so does
+:func:`analyze`, over plain manifests and with the operator's own messages, so that ``pulumi preview``
+(policy pack), ``gpu-fabric lint``, ``load_config`` and the components all refuse the same things. It
+is the single source of truth for these rules: never copy them.
 
-The decision, per role that requests interfaces (research ``gpustack-operator.md`` section 4):
+0. The API server's structural schema (:mod:`gpu_fabric.operator_schema`): an object it refuses is never
+   stored, so nothing resolves to it.
+1. The rules answered from the object alone (:mod:`gpu_fabric.admission`: engine version, role kinds,
+   router and engine, elastic EP, interface counts, volumes, names ...).
+2. Only when those pass: the interface requests (``validateModelDeploymentInterfaceRequests``). For
+   each role with a positive whole ``interface``: the cache leg resolves ``kvCache.poolRef`` ->
+   KVCachePoolBinding (same namespace) -> KVCachePool -> ``backends[0]`` -> KVCacheBackend and takes
+   every member group's effective protocol (``mooncake.MemberProtocols``), dropped for a role with a
+   ``command``; the direct leg is :func:`direct_interface_protocol`; :func:`interface_resource` then
+   picks the one device key or refuses.
+3. Only when those pass: a cache binding whose pool's groups use several transports is refused for an
+   engine that declares no required transport (``validateModelDeploymentPoolTransport`` ->
+   ``inject.ValidateBindingTransport``).
 
-1. Only a positive whole ``interface`` counts; zero or unset requests nothing.
-2. Cache leg: ``kvCache.poolRef`` -> KVCachePoolBinding (same namespace) -> KVCachePool ->
-   ``backends[0]`` -> KVCacheBackend; each member group's effective protocol is its own
-   ``transport.protocol`` or the backend's. All groups must agree, TCP included.
-3. Direct leg: counts only when the role has no ``command``, the deployment renders a KV-transfer
-   leg (a router plus Prefill/Decode kinds), the engine is vLLM, and the InstanceType's
-   manufacturer is known and not Ascend. Its protocol is ``kvTransfer.protocol`` or ``tcp``.
-4. The fabric is whichever leg is ``rdma`` or ``efa``; two different fabrics, or none, are errors.
-5. Keys: rdma x1 -> ``device.gpustack.ai/rdma.shared: 1``; rdma xN -> ``device.gpustack.ai/rdma: N``;
-   efa xN -> ``vpc.amazonaws.com/efa: N``. Mooncake member groups get the same keys from
-   ``fabricInterfaceCount`` (default 1) when their effective protocol is a fabric.
+Keys: rdma x1 -> ``device.gpustack.ai/rdma.shared: 1``; rdma xN -> ``device.gpustack.ai/rdma: N``;
+efa xN -> ``vpc.amazonaws.com/efa: N``. Mooncake member groups get the same keys from
+``fabricInterfaceCount`` (default 1) when their effective protocol is a fabric.
 """
 
 from __future__ import annotations
@@ -26,6 +30,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from gpu_fabric.admission import (
+    ENGINE_VLLM,
+    KIND_DECODE,
+    KIND_PREFILL,
+    ROUTER_LLMD,
+    declares_both_halves,
+    deployment_findings,
+    effective_role_kind,
+)
 from gpu_fabric.findings import Finding
 from gpu_fabric.operator_pin import API_GROUP
 from gpu_fabric.operator_schema import validate_object
@@ -46,13 +59,16 @@ MSG_NO_FABRIC_LEG = "no effective RDMA or EFA transfer leg uses the requested in
 MSG_BINDING_UNRESOLVED = "cache binding must resolve before requesting interfaces"
 MSG_POOL_UNRESOLVED = "cache pool must resolve before requesting interfaces"
 MSG_BACKEND_UNRESOLVED = "cache backend must resolve before requesting interfaces"
-# The operator's text for a fractional count was not found in public sources; this one is ours.
-MSG_NOT_WHOLE = "interface count must be a whole number"
+# validateModelDeploymentRoleResources: a negative or fractional count.
+MSG_NOT_WHOLE = "interface count must be a non-negative whole number"
 
 
-def msg_conflicting_groups(first: str, second: str) -> str:
-    """The operator's message when cache member groups disagree on the protocol."""
-    return f"cache member groups use conflicting protocols: {first}, {second}"
+def msg_conflicting_groups(*protocols: str) -> str:
+    """The operator's message when cache member groups disagree: EVERY group's protocol, in declaration order.
+
+    ``ModelDeploymentInterfaceResource`` joins the whole ``storeProtocols`` slice, not the first pair.
+    """
+    return f"cache member groups use conflicting protocols: {', '.join(protocols)}"
 
 
 def msg_conflicting_legs(cache: str, direct: str) -> str:
@@ -66,7 +82,6 @@ _PROTOCOL_SPELLING = {
     "cann": "ascend", "rocm": "hip", "musa": "musa", "maca": "maca",
 }
 MANUFACTURERS = ("amd", "ascend", "cambricon", "hygon", "iluvatar", "metax", "mthreads", "nvidia", "thead")
-_KV_TRANSFER_KINDS = {"Prefill", "Decode"}
 
 
 def effective_protocol(value: Any) -> str:
@@ -172,6 +187,7 @@ class _Index:
     bindings: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     pools: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     backends: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    instance_types: dict[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, findings: list[Finding]) -> _Index:
@@ -179,15 +195,19 @@ def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, finding
     for obj in objects:
         if not isinstance(obj, Mapping) or not is_gpustack_object(obj):
             continue
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        name = str(meta.get("name", ""))
+        kind = obj.get("kind")
+        if kind == "InstanceType":
+            # Read for its observed manufacturer only (status.detail.manufacturer); not validated.
+            index.instance_types[name] = obj
+            continue
         # The API server checks the structural schema before any webhook runs: an object it refuses
         # is never stored, so nothing can resolve to it and its admission rules never run.
         schema_findings = validate_object(obj)
         findings.extend(schema_findings)
         if any(f.severity == "error" for f in schema_findings):
             continue
-        meta = obj.get("metadata") or {}
-        name = str(meta.get("name", ""))
-        kind = obj.get("kind")
         if kind == "ModelDeployment":
             index.deployments.append(obj)
         elif kind == "KVCachePoolBinding":
@@ -205,7 +225,13 @@ def _spec(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 def member_group_protocols(backend: Mapping[str, Any]) -> list[str]:
-    """Effective protocol of each member group (an external backend counts as one group)."""
+    """``mooncake.MemberProtocols``: each member group's effective protocol, in declaration order.
+
+    A group's own ``transport.protocol`` wins, else the backend's (``Auto``/unset render ``tcp``); a
+    backend with no groups (an external one) offers the backend-wide value alone, so the list is
+    never empty (``MemberProtocolForGroup`` / ``MemberProtocols`` in
+    ``pkg/worker/kvcache/mooncake/member_workload.go``).
+    """
     spec = _spec(backend)
     backend_protocol = (spec.get("transport") or {}).get("protocol")
     managed = (spec.get("connection") or {}).get("managed") or {}
@@ -218,134 +244,239 @@ def member_group_protocols(backend: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _first_conflict(protocols: list[str]) -> tuple[str, str] | None:
-    for protocol in protocols[1:]:
-        if protocol != protocols[0]:
-            return protocols[0], protocol
-    return None
+class InterfaceRefusal(ValueError):
+    """``ModelDeploymentInterfaceResource`` refused the request; the text is the operator's."""
 
 
-def _cache_backend(
-    deployment: Mapping[str, Any], namespace: str, index: _Index
-) -> tuple[Mapping[str, Any] | None, str | None]:
-    """Resolve kvCache -> binding -> pool -> backends[0]; return (backend, unresolved message)."""
-    pool_ref = ((_spec(deployment).get("kvCache") or {}).get("poolRef") or {}).get("name")
-    if not pool_ref:
-        return None, None
-    binding = index.bindings.get((namespace, str(pool_ref)))
-    if binding is None:
-        return None, MSG_BINDING_UNRESOLVED
-    pool = index.pools.get(str((_spec(binding).get("poolRef") or {}).get("name", "")))
-    if pool is None:
-        return None, MSG_POOL_UNRESOLVED
-    backends = _spec(pool).get("backends") or []
-    backend = index.backends.get(str(backends[0])) if backends else None
-    if backend is None:
-        return None, MSG_BACKEND_UNRESOLVED
-    return backend, None
+def interface_resource(store_protocols: list[str], direct_protocol: str, count: int) -> str:
+    """The one device key a positive interface count renders, as ``ModelDeploymentInterfaceResource`` picks it.
+
+    Mirrors ``pkg/worker/controllers/worker/model_deployment_fabric.go``: member groups must agree even
+    when one uses TCP; the fabric is whichever of the store and direct legs is ``rdma``/``efa``; two
+    fabrics, or none, are refused. Raises :class:`InterfaceRefusal` with the operator's message.
+    """
+    if count < 1:
+        raise InterfaceRefusal(MSG_NOT_POSITIVE)
+    store_protocol = ""
+    if store_protocols:
+        store_protocol = store_protocols[0]
+        if any(protocol != store_protocol for protocol in store_protocols[1:]):
+            raise InterfaceRefusal(msg_conflicting_groups(*store_protocols))
+    fabric = ""
+    for protocol in (store_protocol, direct_protocol):
+        if protocol not in FABRICS:
+            continue
+        if fabric and fabric != protocol:
+            raise InterfaceRefusal(msg_conflicting_legs(fabric, protocol))
+        fabric = protocol
+    if not fabric:
+        raise InterfaceRefusal(MSG_NO_FABRIC_LEG)
+    return next(iter(fabric_resources(fabric, count)))
 
 
-def _renders_kv_transfer_leg(spec: Mapping[str, Any]) -> bool:
-    kinds = {str((role or {}).get("kind") or "Server") for role in spec.get("roles") or []}
-    return bool(spec.get("router")) and bool(kinds & _KV_TRANSFER_KINDS)
+def uses_kv_transfer(spec: Mapping[str, Any], role: Mapping[str, Any], manufacturer: str) -> bool:
+    """``modelDeploymentUsesKVTransfer``: this role runs the engine side of a routed prefill/decode pair.
+
+    A router is required; on Ascend only ``llm-d-router`` drives the leg; the deployment must declare
+    BOTH halves (``ModelDeploymentDeclaresBothHalves``); the role itself must be Prefill or Decode.
+    """
+    router = spec.get("router")
+    if not isinstance(router, Mapping):
+        return False
+    if manufacturer == "ascend" and router.get("name") != ROUTER_LLMD:
+        return False
+    if not declares_both_halves(spec):
+        return False
+    return effective_role_kind(role) in (KIND_PREFILL, KIND_DECODE)
+
+
+def direct_interface_protocol(spec: Mapping[str, Any], role: Mapping[str, Any], manufacturer: str) -> str:
+    """``ModelDeploymentDirectInterfaceProtocol``: the protocol a managed direct leg renders, or ``""``.
+
+    No leg for a role with a user-owned ``command``, for a role outside a routed pair, for an engine
+    other than vLLM, and for an unobserved or Ascend manufacturer; else ``kvTransfer.protocol``
+    rendered (unset/``Auto`` -> ``tcp``).
+    """
+    if role.get("command") or not uses_kv_transfer(spec, role, manufacturer) or \
+            _engine_name(spec) != ENGINE_VLLM or manufacturer in ("", "ascend"):
+        return ""
+    return effective_protocol((spec.get("kvTransfer") or {}).get("protocol"))
+
+
+# inject.Engine values and which of them require one transport (engineTransportConstraint in
+# pkg/worker/kvcache/inject/engine.go): vLLM and SGLang declare none; vLLM-Ascend requires "ascend".
+_ENGINE_REQUIRED_TRANSPORT = {"vllm": "", "vllm-ascend": "ascend", "sglang": ""}
+
+
+def inject_engine(engine_name: str, manufacturer: str) -> str:
+    """``ModelDeploymentInjectEngine``: the engine the cache client is rendered for (vLLM on Ascend is vllm-ascend)."""
+    if engine_name == ENGINE_VLLM:
+        return "vllm-ascend" if manufacturer == "ascend" else "vllm"
+    return "sglang"
+
+
+def _go_quoted_list(values: list[str]) -> str:
+    # Go's %q of a []string: ["tcp" "rdma"]
+    return "[" + " ".join(f'"{value}"' for value in values) + "]"
+
+
+def validate_binding_transport(engine: str, offers: list[str]) -> str | None:
+    """``inject.ValidateBindingTransport``: the refusal for a new binding to a pool of mixed transports, or ``None``."""
+    if _ENGINE_REQUIRED_TRANSPORT.get(engine, ""):
+        return None
+    unique: list[str] = []
+    for offer in offers:
+        if offer and offer not in unique:
+            unique.append(offer)
+    if len(unique) < 2:
+        return None
+    return (f'engine "{engine}" declares no required transport and this pool offers {_go_quoted_list(unique)}. '
+            "The engine can be configured with only one transport; when it reads a block from a group using "
+            "another, the client reads that target segment's protocol and fails with NotSupportedTransport. Set "
+            "that backend's spec.transport.protocol and any overriding member group's transport.protocol to one "
+            "common transport, or bind this workload to a pool with one effective transport")
 
 
 def _engine_name(spec: Mapping[str, Any]) -> str:
     engine = spec.get("engine")
-    # Older API versions wrote ``engine: vllm`` as a plain string.
-    name = engine.get("name") if isinstance(engine, Mapping) else engine
-    return str(name or "").lower()
+    return str(engine.get("name") or "") if isinstance(engine, Mapping) else ""
 
 
-def _interface_request(value: Any) -> tuple[int, str | None]:
-    """Return (count, error message). Zero/unset -> (0, None)."""
+def _whole_positive(value: Any) -> int:
+    """``Interface.Sign() > 0`` and ``AsInt64()`` whole: the count, or 0 when nothing is requested."""
     if value is None:
-        return 0, None
+        return 0
     try:
         number = parse_quantity(value)
     except QuantityError:
-        return 0, f"interface must be a whole-number quantity, got {value!r}"
-    if number < 0:
-        return 0, MSG_NOT_POSITIVE
-    if number != number.to_integral_value():
-        return 0, MSG_NOT_WHOLE
-    return int(number), None
+        return 0
+    return int(number) if number > 0 and number == number.to_integral_value() else 0
+
+
+class _Resolver:
+    """Reads a deployment's cache chain and InstanceTypes the way the webhook's APIReader does."""
+
+    def __init__(self, index: _Index, manufacturers: Mapping[str, str | None]):
+        self.index = index
+        self.manufacturers = manufacturers
+
+    def manufacturer(self, instance_type: str) -> str:
+        """The InstanceType's observed manufacturer (``status.detail.manufacturer``) when it is known,
+        else the one a stack states for the pool, else the one its name carries, else ``""``."""
+        observed = self.index.instance_types.get(instance_type)
+        if observed is not None:
+            detail = ((observed.get("status") or {}).get("detail") or {})
+            return str(detail.get("manufacturer") or "")
+        if instance_type in self.manufacturers:
+            return self.manufacturers[instance_type] or ""
+        return manufacturer_of(instance_type) or ""
+
+    def cache_chain(self, spec: Mapping[str, Any], namespace: str
+                    ) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, Mapping[str, Any] | None]:
+        """(binding, pool, backend), each ``None`` where the chain stops."""
+        pool_ref = ((spec.get("kvCache") or {}).get("poolRef") or {}).get("name")
+        binding = self.index.bindings.get((namespace, str(pool_ref)))
+        if binding is None:
+            return None, None, None
+        pool = self.index.pools.get(str((_spec(binding).get("poolRef") or {}).get("name", "")))
+        if pool is None:
+            return binding, None, None
+        backends = _spec(pool).get("backends") or []
+        backend = self.index.backends.get(str(backends[0])) if backends else None
+        return binding, pool, backend
+
+
+def _interface_requests(
+    deployment: Mapping[str, Any], namespace: str, resolver: _Resolver, findings: list[Finding], grants: list[RoleGrant]
+) -> None:
+    """``validateModelDeploymentInterfaceRequests`` (and the render's grants for accepted requests)."""
+    name = str((deployment.get("metadata") or {}).get("name", ""))
+    spec = _spec(deployment)
+    roles = [role if isinstance(role, Mapping) else {} for role in spec.get("roles") or []]
+    requested = [(i, count) for i, role in enumerate(roles)
+                 if (count := _whole_positive((role.get("resources") or {}).get("interface")))]
+    if not requested:
+        return
+
+    def refuse(role_index: int, message: str) -> None:
+        findings.append(Finding("ModelDeployment", name, f"spec.roles[{role_index}].resources.interface", message, namespace))
+
+    protocols: list[str] = []
+    backend_name: str | None = None
+    if isinstance(spec.get("kvCache"), Mapping):
+        binding, pool, backend = resolver.cache_chain(spec, namespace)
+        # Unresolved references are refused once, on the first requesting role, before any translation.
+        if binding is None:
+            return refuse(requested[0][0], MSG_BINDING_UNRESOLVED)
+        if pool is None:
+            return refuse(requested[0][0], MSG_POOL_UNRESOLVED)
+        if backend is None:
+            return refuse(requested[0][0], MSG_BACKEND_UNRESOLVED)
+        protocols = member_group_protocols(backend)
+        backend_name = str((backend.get("metadata") or {}).get("name", ""))
+
+    for role_index, count in requested:
+        role = roles[role_index]
+        instance_type = str(role.get("instanceType", ""))
+        # The webhook reads the manufacturer for vLLM only; SGLang never earns a direct leg anyway.
+        manufacturer = resolver.manufacturer(instance_type) if _engine_name(spec) == ENGINE_VLLM else ""
+        # A role that owns its command line gets no cache render either, so neither leg can justify a device.
+        role_protocols = [] if role.get("command") else protocols
+        direct = direct_interface_protocol(spec, role, manufacturer)
+        try:
+            key = interface_resource(role_protocols, direct, count)
+        except InterfaceRefusal as refusal:
+            refuse(role_index, str(refusal))
+            continue
+        fabric = "efa" if key == EFA_KEY else "rdma"
+        grants.append(RoleGrant(
+            namespace=namespace, deployment=name, role=str(role.get("name", "")), role_index=role_index,
+            instance_type=instance_type, interfaces=count, fabric=fabric, resources=fabric_resources(fabric, count),
+            cache_protocol=(role_protocols[0] if role_protocols else None), direct_protocol=direct or None,
+            cache_backend=backend_name if role_protocols else None,
+        ))
+
+
+def _pool_transport(deployment: Mapping[str, Any], namespace: str, resolver: _Resolver, findings: list[Finding]) -> None:
+    """``validateModelDeploymentPoolTransport`` on create: a binding to a pool of mixed transports."""
+    spec = _spec(deployment)
+    if not isinstance(spec.get("kvCache"), Mapping):
+        return
+    _, _, backend = resolver.cache_chain(spec, namespace)
+    if backend is None:
+        return  # an unresolved chain is not this rule's refusal
+    offers = member_group_protocols(backend)
+    if len({offer for offer in offers if offer}) < 2:
+        return
+    name = str((deployment.get("metadata") or {}).get("name", ""))
+    seen: set[str] = set()
+    for role in spec.get("roles") or []:
+        instance_type = str((role or {}).get("instanceType", ""))
+        if instance_type in seen:
+            continue
+        seen.add(instance_type)
+        manufacturer = resolver.manufacturer(instance_type) if _engine_name(spec) == ENGINE_VLLM else ""
+        refusal = validate_binding_transport(inject_engine(_engine_name(spec), manufacturer), offers)
+        if refusal:
+            # field.Forbidden on spec.kvCache.poolRef.name; the first refusal ends the check.
+            findings.append(Finding("ModelDeployment", name, "spec.kvCache.poolRef.name", refusal, namespace))
+            return
 
 
 def _analyze_deployment(
-    deployment: Mapping[str, Any],
-    index: _Index,
-    manufacturers: Mapping[str, str | None],
-    default_namespace: str,
-    findings: list[Finding],
-    grants: list[RoleGrant],
+    deployment: Mapping[str, Any], resolver: _Resolver, default_namespace: str,
+    findings: list[Finding], grants: list[RoleGrant],
 ) -> None:
-    meta = deployment.get("metadata") or {}
-    name = str(meta.get("name", ""))
-    namespace = str(meta.get("namespace") or default_namespace)
-    spec = _spec(deployment)
-    roles = [role if isinstance(role, Mapping) else {} for role in spec.get("roles") or []]
-
-    def report(role_index: int, message: str, severity: str = "error") -> None:
-        path = f"spec.roles[{role_index}].resources.interface"
-        findings.append(Finding("ModelDeployment", name, path, message, namespace, severity))
-
-    requests: list[tuple[int, int]] = []
-    for role_index, role in enumerate(roles):
-        count, problem = _interface_request((role.get("resources") or {}).get("interface"))
-        if problem:
-            report(role_index, problem)
-        elif count > 0:
-            requests.append((role_index, count))
-    if not requests:
+    """``ValidateCreate``: object-only rules; then interface requests; then the pool transport."""
+    namespace = str((deployment.get("metadata") or {}).get("namespace") or default_namespace)
+    refusals = deployment_findings(deployment, namespace)
+    if refusals:
+        findings.extend(refusals)
         return
-
-    backend, unresolved = _cache_backend(deployment, namespace, index)
-    if unresolved:
-        # The operator refuses once, on the first requesting role, before translating anything.
-        report(requests[0][0], unresolved)
-        return
-
-    cache_protocol: str | None = None
-    cache_conflict: tuple[str, str] | None = None
-    backend_name: str | None = None
-    if backend is not None:
-        backend_name = str((backend.get("metadata") or {}).get("name", ""))
-        protocols = member_group_protocols(backend)
-        cache_conflict = _first_conflict(protocols)
-        cache_protocol = protocols[0]
-
-    renders_leg = _renders_kv_transfer_leg(spec)
-    vllm = _engine_name(spec) == "vllm"
-    direct_transfer = (spec.get("kvTransfer") or {}).get("protocol")
-
-    for role_index, count in requests:
-        role = roles[role_index]
-        if cache_conflict:
-            report(role_index, msg_conflicting_groups(*cache_conflict))
-            continue
-        instance_type = str(role.get("instanceType", ""))
-        manufacturer = manufacturers.get(instance_type, manufacturer_of(instance_type))
-        direct_counts = (
-            not role.get("command") and renders_leg and vllm
-            and manufacturer is not None and manufacturer != "ascend"
-        )
-        direct_protocol = effective_protocol(direct_transfer) if direct_counts else None
-        cache_fabric = cache_protocol if cache_protocol in FABRICS else None
-        direct_fabric = direct_protocol if direct_protocol in FABRICS else None
-        if cache_fabric and direct_fabric and cache_fabric != direct_fabric:
-            report(role_index, msg_conflicting_legs(cache_fabric, direct_fabric))
-            continue
-        fabric = cache_fabric or direct_fabric
-        if fabric is None:
-            report(role_index, MSG_NO_FABRIC_LEG)
-            continue
-        grants.append(RoleGrant(
-            namespace=namespace, deployment=name, role=str(role.get("name", "")), role_index=role_index,
-            instance_type=instance_type, interfaces=count, fabric=fabric,
-            resources=fabric_resources(fabric, count),
-            cache_protocol=cache_protocol, direct_protocol=direct_protocol, cache_backend=backend_name,
-        ))
+    before = len(findings)
+    _interface_requests(deployment, namespace, resolver, findings, grants)
+    if len(findings) == before:
+        _pool_transport(deployment, namespace, resolver, findings)
 
 
 def _analyze_backend(backend: Mapping[str, Any], findings: list[Finding], grants: list[MemberGrant]) -> None:
@@ -382,18 +513,23 @@ def analyze(
     """Decide every transfer path among ``objects`` as the operator's admission would.
 
     ``objects`` are manifests of any kinds; only ``worker.gpustack.ai`` ModelDeployment,
-    KVCacheBackend, KVCachePool and KVCachePoolBinding are read, and references resolve across
-    all of them. Each object is first checked against the operator's CRD schema
-    (:func:`gpu_fabric.operator_schema.validate_object`); one the API server would refuse is
-    reported and left out, as it would never be stored. ``manufacturers`` maps InstanceType names to the manufacturer the operator
-    observed (``None`` for unknown); names not in it are parsed with :func:`manufacturer_of`.
+    KVCacheBackend, KVCachePool, KVCachePoolBinding (and InstanceType, for its observed manufacturer)
+    are read, and references resolve across all of them. Each object is first checked against the
+    operator's CRD schema (:func:`gpu_fabric.operator_schema.validate_object`); one the API server
+    would refuse is reported and left out, as it would never be stored.
+
+    A role's manufacturer is, in this order: ``status.detail.manufacturer`` of an InstanceType object
+    among ``objects`` (what the webhook reads); ``manufacturers[instance type]`` (what a stack states
+    for its pool, ``None`` for unknown); the manufacturer the InstanceType name carries
+    (:func:`manufacturer_of`) as a fallback.
     """
     findings: list[Finding] = []
     index = _index(objects, default_namespace, findings)
     role_grants: list[RoleGrant] = []
     member_grants: list[MemberGrant] = []
+    resolver = _Resolver(index, manufacturers or {})
     for deployment in index.deployments:
-        _analyze_deployment(deployment, index, manufacturers or {}, default_namespace, findings, role_grants)
+        _analyze_deployment(deployment, resolver, default_namespace, findings, role_grants)
     for name in sorted(index.backends):
         _analyze_backend(index.backends[name], findings, member_grants)
     return TransferReport(tuple(findings), tuple(role_grants), tuple(member_grants))

@@ -1,9 +1,11 @@
-"""Policy a: the GPUStack operator's transfer-path admission, decided at ``pulumi preview``.
+"""Policy a: the GPUStack operator's schema and admission, decided at ``pulumi preview``.
 
 Every ``worker.gpustack.ai`` manifest of the stack (ModelDeployment, KVCacheBackend, KVCachePool,
 KVCachePoolBinding) goes through :func:`gpu_fabric.transfer.analyze` -- the one implementation the
-components and ``gpu-fabric lint`` use too. Each finding the operator would refuse becomes a
-violation on the object's URN, with the operator's message verbatim; valid deployments say nothing.
+components, ``load_config`` and ``gpu-fabric lint`` use too: the operator's CRD schema (a field the
+API server would prune is a violation), its ModelDeployment webhook rules, and the transfer paths.
+Each finding the API server or the operator would refuse becomes a violation on the object's URN,
+with the operator's message verbatim; valid objects say nothing.
 """
 
 from __future__ import annotations
@@ -67,16 +69,19 @@ transfer_path_consistency = StackValidationPolicy(
     name="gpustack-transfer-path-consistency",
     display_name="GPUStack transfer paths are admissible",
     description=(
-        "Every ModelDeployment interface request is used by an RDMA or EFA transfer leg, and its cache "
-        "binding, pool and backend resolve with agreeing member protocols (the GPUStack operator's "
-        "admission rule, decided before anything is applied)."
+        "Every GPUStack object matches the operator's CRD schema with nothing pruned, every ModelDeployment "
+        "passes the operator's admission webhook (engine version, role kinds, router and engine, elastic EP), "
+        "every interface request is used by an RDMA or EFA transfer leg, and its cache binding, pool and "
+        "backend resolve with agreeing member protocols (decided before anything is applied)."
     ),
     validate=_validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     tags=["gpustack", "transfer", "kv-cache", "rdma", "efa"],
     remediation_steps=(
-        "Give the deployment an effective fabric leg for the interfaces it requests: either a "
+        "Follow the message: it names the field and, where the operator has one, its own words. For a "
+        "pruned field write the schema's field instead (engine.image -> roles[].image or engine.version). "
+        "For interfaces, give the deployment an effective fabric leg for the interfaces it requests: either a "
         "kvCache.poolRef whose KVCacheBackend (and every member group) uses RDMA or EFA, or a router, "
         "Prefill/Decode roles, the vLLM engine and kvTransfer.protocol RDMA/EFA. Otherwise drop "
         "roles[].resources.interface. Make sure the KVCachePoolBinding (same namespace), KVCachePool "

@@ -2,8 +2,10 @@
 
 Field order follows the operator's documentation and the seed walkthrough, because the builders
 dump these models as the manifests' ``spec`` and a stable order keeps preview diffs quiet.
-Semantic admission rules (interfaces, transfer legs) are not repeated here: they live in
-:mod:`gpu_fabric.transfer`, the one place the operator's decision is made.
+These models carry the operator's schema (fields, enums, bounds). Its admission rules (role kinds,
+router and engine, engine version, elastic EP, interfaces, transfer legs) are not repeated here: they
+live in :mod:`gpu_fabric.admission` and :mod:`gpu_fabric.transfer`, which ``load_config`` runs over the
+manifests the stack would register.
 """
 
 from __future__ import annotations
@@ -89,12 +91,6 @@ class Router(SpecModel):
     extra_args: Optional[list[str]] = None
     request_timeout_seconds: Optional[int] = Field(default=None, ge=1)
     disaggregation_threshold_tokens: Optional[int] = Field(default=None, ge=0)
-
-    @model_validator(mode="after")
-    def _threshold_only_for_llm_d(self) -> "Router":
-        if self.disaggregation_threshold_tokens is not None and self.name != "llm-d-router":
-            raise ValueError("disaggregationThresholdTokens is allowed only with router llm-d-router")
-        return self
 
 
 class KvTransfer(SpecModel):
@@ -221,20 +217,6 @@ class ModelDeploymentSpec(SpecModel):
 
     _name = field_validator("name")(check_object_name)
     _namespace = field_validator("namespace")(check_namespace)
-
-    @model_validator(mode="after")
-    def _role_set(self) -> "ModelDeploymentSpec":
-        names = [role.name for role in self.roles]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"role names must be unique; repeated: {', '.join(duplicates)}")
-        kinds = [role.kind for role in self.roles]
-        if "Server" in kinds and len(set(kinds)) > 1:
-            raise ValueError("a Server role cannot be combined with Prefill or Decode roles")
-        repeated = sorted({k for k in kinds if k != "Server" and kinds.count(k) > 1})
-        if repeated:
-            raise ValueError(f"only Server roles may repeat; repeated kinds: {', '.join(repeated)}")
-        return self
 
     def spec_fields(self) -> dict[str, Any]:
         """The manifest ``spec`` (camelCase, unset fields omitted)."""
