@@ -53,6 +53,8 @@ KEPT_FIELDS: dict[str, Any] = {
         "MaximumNetworkInterfaces": True,
         "NetworkCards": [{"NetworkCardIndex": True, "MaximumNetworkInterfaces": True, "InterfaceTypes": True}],
     },
+    # Whether the type may join a cluster placement group (an EFA domain's shared group needs it).
+    "PlacementGroupInfo": {"SupportedStrategies": True},
 }
 
 

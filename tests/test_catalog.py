@@ -267,4 +267,5 @@ def test_generator_rerun_is_byte_identical(moto_endpoint, tmp_path):
     names = [item["InstanceType"] for item in table["InstanceTypes"]]
     assert names == sorted(names) and "p5.48xlarge" in names and "g5.xlarge" in names
     p5 = next(item for item in table["InstanceTypes"] if item["InstanceType"] == "p5.48xlarge")
-    assert set(p5) == {"InstanceType", "ProcessorInfo", "VCpuInfo", "MemoryInfo", "GpuInfo", "NetworkInfo"}
+    assert set(p5) == {"InstanceType", "ProcessorInfo", "VCpuInfo", "MemoryInfo", "GpuInfo", "NetworkInfo", "PlacementGroupInfo"}
+    assert outputs[0] == (GENERATOR.parent.parent / "components" / "gpu_fabric" / "data" / "ec2_instance_types.json.gz").read_bytes()

@@ -224,3 +224,21 @@ def test_check_and_render_print_each_domain_as_a_path(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "RDMA domain gpustack--nvidia-a10g-linux-amd64: 1 pool(s)" in printed
     assert "role prefill -> pool gpustack--nvidia-a10g-linux-amd64 -> nodes outside this stack" in printed
+
+
+# -- placement groups ------------------------------------------------------------------------------
+
+
+def test_a_type_that_cannot_join_a_cluster_placement_group_is_refused_unless_placement_is_none():
+    from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
+    from gpu_fabric.catalog import BundledInstanceCatalog
+    from gpu_fabric.spec.aws import AwsNodeGroupSpec
+
+    aws = {**aws_efa()["pools"][1]["aws"], "instanceTypes": ["vt1.24xlarge"]}
+    infos = BundledInstanceCatalog().describe(["vt1.24xlarge"])
+    assert infos["vt1.24xlarge"]["PlacementGroupInfo"]["SupportedStrategies"] == ["partition", "spread"]
+    for mode in ("create",):
+        with pytest.raises(NodeGroupInputError) as caught:
+            plan_node_group(AwsNodeGroupSpec.model_validate({**aws, "placementGroup": {"mode": mode}}), infos)
+        assert f"vt1.24xlarge cannot launch into a cluster placement group" in str(caught.value)
+    assert plan_node_group(AwsNodeGroupSpec.model_validate({**aws, "placementGroup": {"mode": "none"}}), infos)

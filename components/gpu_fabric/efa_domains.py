@@ -364,9 +364,9 @@ def node_group_component_name(fabric_name: str, pool: str) -> str:
     return f"{fabric_name}-{pool}-nodes"
 
 
-def domain_security_group_name(fabric_name: str, domain: EfaDomain) -> str:
-    """Name of the security group ``GpuFabric`` creates for an EFA domain."""
-    return f"{fabric_name}-efa-domain-{domain.name}-sg"
+def domain_component_name(fabric_name: str, domain: EfaDomain) -> str:
+    """Name of the ``EfaDomain`` component ``GpuFabric`` registers for an EFA domain (its group: ``<name>-sg``)."""
+    return f"{fabric_name}-efa-domain-{domain.name}"
 
 
 def config_pools(config: "FabricConfig", fabric_name: str = "fabric") -> list[DomainPool]:

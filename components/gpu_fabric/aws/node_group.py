@@ -78,6 +78,26 @@ def instance_type_findings(
     return findings
 
 
+def cluster_placement_findings(
+    instance_types: Sequence[str], infos: Mapping[str, Mapping[str, Any]], mode: str = "create"
+) -> list[str]:
+    """Instance types that cannot launch into a cluster placement group.
+
+    ``DescribeInstanceTypes`` lists each type's ``PlacementGroupInfo.SupportedStrategies``; EC2's
+    placement-group rules exclude some types from the ``cluster`` strategy (of the EFA-capable types in
+    the bundled table, vt1.24xlarge). Types whose facts do not say are not refused.
+    """
+    findings = []
+    for name in instance_types:
+        strategies = ((infos.get(name) or {}).get("PlacementGroupInfo") or {}).get("SupportedStrategies")
+        if strategies is not None and "cluster" not in strategies:
+            findings.append(
+                f"placementGroup.mode: {name} cannot launch into a cluster placement group (supported strategies: "
+                f"{', '.join(strategies) or 'none'}), so mode '{mode}' cannot place it; use 'none'"
+            )
+    return findings
+
+
 def plan_node_group(
     spec: AwsNodeGroupSpec,
     infos: Mapping[str, Mapping[str, Any]],
@@ -91,6 +111,8 @@ def plan_node_group(
         availability_zone=spec.availability_zone,
         offered_availability_zones=offered_availability_zones,
     )
+    if spec.placement_group.mode in ("create", "domain"):
+        findings.extend(cluster_placement_findings(spec.instance_types, infos, spec.placement_group.mode))
     if findings:
         raise NodeGroupInputError(findings)
     try:
@@ -115,16 +137,19 @@ def _refuse_cluster_tags(tags: Mapping[str, str], where: str) -> None:
 # -- security group ---------------------------------------------------------------------------------
 
 
-def efa_security_group_inputs(name: str, vpc_id: Any, tags: Mapping[str, str] | None = None) -> dict[str, Any]:
+def efa_security_group_inputs(
+    name: str, vpc_id: Any, tags: Mapping[str, str] | None = None, scope: str = "node group"
+) -> dict[str, Any]:
     """The EFA security group: no inline rules (the self rules are separate resources).
 
     pulumi-aws removes EC2's default allow-all egress rule from groups it creates, so the group's
-    only rules are the two self rules.
+    only rules are the two self rules. ``scope`` says whose traffic it carries (``node group`` or
+    ``EFA domain``) in its description.
     """
     tags = dict(tags or {})
     _refuse_cluster_tags(tags, "efa security group")
     return {
-        "description": f"EFA traffic of node group {name}: all protocols to and from itself",
+        "description": f"EFA traffic of {scope} {name}: all protocols to and from itself",
         "vpcId": vpc_id,
         "tags": {**tags, "Name": f"{name}-efa"},
     }
