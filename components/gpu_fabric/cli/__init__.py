@@ -1,4 +1,4 @@
-"""The ``gpu-fabric`` command line: ``render``, ``lint``, ``check``, ``efa-info`` and ``diff``.
+"""The ``gpu-fabric`` command line: ``render``, ``lint``, ``check``, ``efa-info``, ``diff`` and ``verify``.
 
 Each sub-command lives in its own module, which exposes ``register(subparsers)``; the module is
 imported only when the command line is parsed, so ``import gpu_fabric`` stays cheap.
@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gpu_fabric.cli.check",
     "gpu_fabric.cli.efa_info",
     "gpu_fabric.cli.diff",
+    "gpu_fabric.cli.verify",
 )
 
 EXIT_OK = 0

@@ -1,0 +1,110 @@
+"""``gpu-fabric verify --stack NAME``: does the live cluster hold what the stack declares?
+
+The stack is validated and rendered offline exactly as ``gpu-fabric render`` does; the pools and
+the registered manifests become expectations (``gpu_fabric.verify.expectations``); the cluster is
+read through the Kubernetes API (``gpu_fabric.verify.collect``) and compared
+(``gpu_fabric.verify.checks``). Exit 0 when every check holds, 1 when any fails or cannot
+conclude, 2 when the stack is invalid, the cluster unreachable or refusing, a CRD missing, or a
+recording or NCCL log malformed -- with a one-line reason, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``verify`` sub-command."""
+    parser = subparsers.add_parser(
+        "verify", help="check a live cluster against a stack (nodes, allocatable, kubelet topology, objects)",
+        description="Compare a live cluster with the stack: each pool's nodes (count, Ready, allocatable "
+                    "accelerators and fabric endpoints, kubelet TopologyManager/CPU manager settings) and every "
+                    "object the stack registers. Exit 0 all hold, 1 a check fails, 2 cannot verify.")
+    parser.add_argument("--stack", required=True, metavar="NAME", help="stack name (stacks/Pulumi.NAME.yaml)")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
+    parser.add_argument("--kubeconfig", metavar="FILE",
+                        help="kubeconfig to use instead of the stack's target (default: the stack's "
+                             "kubernetes setting, else $KUBECONFIG or ~/.kube/config)")
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the stack's, else current)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--nccl-log", action="append", type=Path, default=[], dest="nccl_logs", metavar="FILE",
+                        help="NCCL_DEBUG=INFO log of a test run: did it use EFA / RDMA or fall back to sockets? repeatable")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--record", type=Path, metavar="DIR", help="also save the raw API responses to DIR")
+    source.add_argument("--replay", type=Path, metavar="DIR", help="read the API responses from DIR instead of a cluster")
+    parser.add_argument("--workers", type=int, default=32, metavar="N", help="concurrent kubelet configz reads (default 32)")
+    parser.set_defaults(func=run)
+
+
+def _refuse(message: str) -> int:
+    print(f"gpu-fabric verify: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dict[str, Any]]]:
+    """Render and validate the stack; return (expectations, validated config, raw stack values) or ``None``."""
+    from gpu_fabric.cli.render import render_or_report
+    from gpu_fabric.render import load_stack_config
+    from gpu_fabric.spec.fabric import CONFIG_NAMESPACE, load_config
+    from gpu_fabric.verify.expectations import stack_expectations
+
+    result = render_or_report(stack, project)  # the whole configuration, validated as `pulumi up` would
+    if result is None:
+        return None
+    values = load_stack_config(project, stack)
+    prefix = f"{CONFIG_NAMESPACE}:"
+    config = load_config({key[len(prefix):]: value for key, value in values.items() if key.startswith(prefix)})
+    return stack_expectations(stack, config, result.kubernetes_objects()), config, values
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate, read the cluster (or a recording), compare, print; exit 0, 1 or 2."""
+    from gpu_fabric.verify.api import ClusterUnavailable, RecordingError, RecordingTransport, ReplayTransport
+    from gpu_fabric.verify.checks import PASS, verify
+    from gpu_fabric.verify.collect import collect
+    from gpu_fabric.verify.nccl import FabricPlan, NcclLogError, judge_files
+    from gpu_fabric.verify.report import render_json, render_table
+
+    # urllib3's retry warnings and the client's log lines would break the one-line reason on stderr.
+    for noisy in ("urllib3", "kubernetes"):
+        logging.getLogger(noisy).setLevel(logging.CRITICAL)
+    if args.workers < 1:
+        return _refuse("--workers must be at least 1")
+    loaded = load_expectations(args.stack, args.project)
+    if loaded is None:
+        return EXIT_USAGE
+    expectations, config, values = loaded
+    try:
+        verdicts = judge_files(args.nccl_logs, FabricPlan.of_pools(config.pools))
+    except NcclLogError as error:
+        return _refuse(str(error))
+
+    try:
+        if args.replay is not None:
+            transport: Any = ReplayTransport(args.replay)
+            target = f"recording {args.replay} of {transport.host}"
+        else:
+            from gpu_fabric.verify.target import connect
+
+            transport, target = connect(config, values, kubeconfig=args.kubeconfig, context=args.context,
+                                        workers=args.workers)
+            if args.record is not None:
+                transport = RecordingTransport(transport, args.record)
+        snapshot = collect(transport, expectations, workers=args.workers)
+        if isinstance(transport, RecordingTransport):
+            transport.save()
+    except (ClusterUnavailable, RecordingError) as error:
+        return _refuse(str(error))
+    except Exception as error:  # noqa: BLE001 - a client or plugin failure is a reason to print, not a traceback
+        return _refuse(f"reading the cluster failed: {type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}")
+
+    report = verify(expectations, snapshot, target)
+    report.logs.extend(verdicts)
+    print(render_json(report) if args.json else render_table(report))
+    return EXIT_OK if report.status == PASS else EXIT_FINDINGS

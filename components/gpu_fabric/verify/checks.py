@@ -1,0 +1,257 @@
+"""Compare a cluster snapshot with a stack's expectations (pure).
+
+Every comparison yields a :class:`Check` naming its subject (a node, a pool, an object), what was
+expected and what was found, so a failure reads like the walkthrough's manual check that caught it:
+``node gpu-2: allocatable device.gpustack.ai/rdma: expected 2, found 1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
+
+from gpu_fabric.quantity import QuantityError, parse_quantity
+from gpu_fabric.verify.expectations import (
+    KUBELET_TOPOLOGY_DEFAULTS,
+    ObjectExpectation,
+    PoolExpectation,
+    StackExpectations,
+    distinguishes,
+)
+from gpu_fabric.verify.snapshot import ClusterSnapshot, KubeletConfigResult
+
+Status = Literal["pass", "fail", "inconclusive"]
+PASS: Status = "pass"
+FAIL: Status = "fail"
+INCONCLUSIVE: Status = "inconclusive"
+ABSENT = "absent"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One comparison: ``subject`` (``node gpu-1``, ``pool X``, ``LocalQueue ns/name``), ``name``, values."""
+
+    subject: str
+    name: str
+    expected: Any
+    found: Any
+    status: Status
+    detail: str = ""
+
+    def sentence(self) -> str:
+        """``node gpu-2: allocatable device.gpustack.ai/rdma: expected 2, found 1``."""
+        text = f"{self.subject}: {self.name}: expected {_show(self.expected)}, found {_show(self.found)}"
+        return f"{text} ({self.detail})" if self.detail else text
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        data = {"subject": self.subject, "check": self.name, "expected": self.expected, "found": self.found,
+                "status": self.status}
+        if self.detail:
+            data["detail"] = self.detail
+        return data
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{key}: {item}" for key, item in value.items()) + "}" if value else "{}"
+    return str(value)
+
+
+def overall(statuses: Iterable[Status]) -> Status:
+    """``fail`` beats ``inconclusive`` beats ``pass``."""
+    found = set(statuses)
+    return FAIL if FAIL in found else INCONCLUSIVE if INCONCLUSIVE in found else PASS
+
+
+@dataclass
+class NodeResult:
+    """The checks of one node of a pool."""
+
+    name: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def status(self) -> Status:
+        """The worst status of the node's checks."""
+        return overall(check.status for check in self.checks)
+
+    def check(self, name: str) -> Optional[Check]:
+        """The node's check called ``name``."""
+        return next((check for check in self.checks if check.name == name), None)
+
+
+@dataclass
+class PoolResult:
+    """A pool's own checks (its node count) and those of each of its nodes."""
+
+    expectation: PoolExpectation
+    checks: list[Check] = field(default_factory=list)
+    nodes: list[NodeResult] = field(default_factory=list)
+
+    @property
+    def status(self) -> Status:
+        """The worst status of the pool's and its nodes' checks."""
+        return overall([c.status for c in self.checks] + [n.status for n in self.nodes])
+
+    def all_checks(self) -> list[Check]:
+        """Pool checks, then every node's, in node order."""
+        return [*self.checks, *(check for node in self.nodes for check in node.checks)]
+
+
+@dataclass
+class VerifyReport:
+    """The outcome of one ``verify`` run."""
+
+    stack: str
+    target: str
+    pools: list[PoolResult] = field(default_factory=list)
+    objects: list[Check] = field(default_factory=list)
+    logs: list[Any] = field(default_factory=list)
+    """:class:`gpu_fabric.verify.nccl.LogVerdict` per ``--nccl-log`` file."""
+
+    def all_checks(self) -> list[Check]:
+        """Every check: pools (with their nodes), objects, then NCCL logs."""
+        checks = [check for pool in self.pools for check in pool.all_checks()]
+        return checks + list(self.objects) + [log.check() for log in self.logs]
+
+    @property
+    def status(self) -> Status:
+        """``pass`` only when every check passed."""
+        return overall(check.status for check in self.all_checks())
+
+    def problems(self) -> list[Check]:
+        """Checks that failed or could not conclude, in report order."""
+        return [check for check in self.all_checks() if check.status != PASS]
+
+
+# -- nodes -----------------------------------------------------------------------------------------
+
+
+def node_name(node: Mapping[str, Any]) -> str:
+    """``metadata.name`` of a node object."""
+    return str((node.get("metadata") or {}).get("name") or "")
+
+
+def node_labels(node: Mapping[str, Any]) -> Mapping[str, str]:
+    """``metadata.labels`` of a node object."""
+    return (node.get("metadata") or {}).get("labels") or {}
+
+
+def carries(node: Mapping[str, Any], selector: Mapping[str, str]) -> bool:
+    """True when the node has every label of ``selector`` with the same value."""
+    labels = node_labels(node)
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+def pool_members(pools: Sequence[PoolExpectation], nodes: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Each pool's nodes (sorted by name); a pool whose labels cannot tell its nodes apart claims none."""
+    ordered = sorted(nodes, key=node_name)
+    return {pool.name: [node for node in ordered if carries(node, pool.selector)] if distinguishes(pool.selector) else []
+            for pool in pools}
+
+
+def _ready(node: Mapping[str, Any]) -> str:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return str(condition.get("status", "Unknown"))
+    return "Unknown"
+
+
+def _count(value: Any) -> Optional[int]:
+    try:
+        number = parse_quantity(value)
+    except QuantityError:
+        return None
+    return int(number) if number == number.to_integral_value() else None
+
+
+def allocatable_checks(subject: str, node: Mapping[str, Any], expected: Mapping[str, int]) -> list[Check]:
+    """``allocatable <resource>`` equals the pool's count exactly (absent counts as a failure)."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    checks = []
+    for resource, count in expected.items():
+        raw = allocatable.get(resource)
+        found: Any = ABSENT if raw is None else (_count(raw) if _count(raw) is not None else raw)
+        checks.append(Check(subject, f"allocatable {resource}", count, found, PASS if found == count else FAIL))
+    return checks
+
+
+def _canonical_options(value: Any) -> Any:
+    # Options left at "false" equal the kubelet default; the stack's model drops them too.
+    if isinstance(value, Mapping):
+        return {str(key): str(item) for key, item in sorted(value.items()) if str(item).lower() != "false"}
+    return value
+
+
+def kubelet_checks(subject: str, result: Optional[KubeletConfigResult], expected: Mapping[str, Any]) -> list[Check]:
+    """The kubelet's running ``configz`` values against the pool's declared topology settings."""
+    if result is None or result.config is None:
+        reason = result.error if result is not None else "not read"
+        return [Check(subject, "kubelet configz", "readable", "unreadable", FAIL, reason)]
+    checks = []
+    for key, value in expected.items():
+        found = result.config.get(key, KUBELET_TOPOLOGY_DEFAULTS.get(key, ABSENT))
+        want, got = _canonical_options(value), _canonical_options(found)
+        checks.append(Check(subject, f"kubelet {key}", want, got, PASS if want == got else FAIL))
+    return checks
+
+
+def pool_result(pool: PoolExpectation, members: Sequence[Mapping[str, Any]], snapshot: ClusterSnapshot,
+                claimed_by: Mapping[str, list[str]]) -> PoolResult:
+    """The pool's node count and every member node's readiness, allocatable and kubelet checks."""
+    subject = f"pool {pool.name}"
+    result = PoolResult(pool)
+    selector = ",".join(f"{key}={value}" for key, value in pool.selector.items())
+    if not distinguishes(pool.selector):
+        result.checks.append(Check(subject, "nodes", f">= {pool.min_nodes}", "unknown", INCONCLUSIVE,
+                                   f"only {selector or 'no labels'} mark the pool's nodes, which other nodes carry "
+                                   "too; declare the pool's nodeLabels"))
+        return result
+    result.checks.append(Check(subject, "nodes", f">= {pool.min_nodes}", len(members),
+                               PASS if len(members) >= pool.min_nodes else FAIL, f"nodes labelled {selector}"))
+    for node in members:
+        name = node_name(node)
+        node_subject = f"node {name}"
+        checks = [Check(node_subject, "Ready", "True", _ready(node), PASS if _ready(node) == "True" else FAIL)]
+        others = [other for other in claimed_by.get(name, []) if other != pool.name]
+        if others:
+            checks.append(Check(node_subject, "pool", pool.name, ", ".join(sorted([pool.name, *others])), FAIL,
+                                "its labels match several pools; give the pools distinguishing nodeLabels"))
+        checks.extend(allocatable_checks(node_subject, node, pool.allocatable))
+        checks.extend(kubelet_checks(node_subject, snapshot.kubelet.get(name), pool.kubelet))
+        result.nodes.append(NodeResult(name, checks))
+    return result
+
+
+# -- objects ---------------------------------------------------------------------------------------
+
+
+def object_checks(expectation: ObjectExpectation, found: Optional[Mapping[str, Any]]) -> list[Check]:
+    """The object exists; a DaemonSet also has every scheduled pod ready."""
+    ref = expectation.ref
+    subject = ref.label()
+    if found is None:
+        return [Check(subject, "exists", "present", ABSENT, FAIL)]
+    checks = [Check(subject, "exists", "present", "present", PASS)]
+    if expectation.rollout:
+        status = found.get("status") or {}
+        desired, ready = status.get("desiredNumberScheduled", 0), status.get("numberReady", 0)
+        checks.append(Check(subject, "pods ready", desired, ready, PASS if ready == desired else FAIL,
+                            "numberReady vs desiredNumberScheduled"))
+    return checks
+
+
+def verify(expectations: StackExpectations, snapshot: ClusterSnapshot, target: str = "") -> VerifyReport:
+    """Every check of ``expectations`` against ``snapshot``."""
+    members = pool_members(expectations.pools, snapshot.nodes)
+    claimed_by: dict[str, list[str]] = {}
+    for pool_name, nodes in members.items():
+        for node in nodes:
+            claimed_by.setdefault(node_name(node), []).append(pool_name)
+    report = VerifyReport(expectations.stack, target)
+    for pool in expectations.pools:
+        report.pools.append(pool_result(pool, members[pool.name], snapshot, claimed_by))
+    for expectation in expectations.objects:
+        report.objects.extend(object_checks(expectation, snapshot.objects.get(expectation.ref)))
+    return report

@@ -1,0 +1,164 @@
+"""What a validated stack promises about a live cluster (pure).
+
+Everything here is derived from the same sources ``pulumi up`` uses: the validated
+:class:`~gpu_fabric.spec.fabric.FabricConfig` for pools, and the manifests the stack program
+registers (``gpu_fabric.render``) for objects. So when a builder starts registering another object,
+or a pool gains a setting, ``verify`` expects it without a second list to maintain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Optional
+
+from gpu_fabric.spec.fabric import FabricConfig
+from gpu_fabric.spec.pool import ARCH_LABEL, EFA_PRESENT_LABEL, OS_LABEL, PoolSpec
+from gpu_fabric.topology import kubelet_config_fields
+from gpu_fabric.transfer import EFA_KEY, RDMA_EXCLUSIVE_KEY, RDMA_PARTITIONED_KEY
+
+# The kubelet puts these on every node, so they alone cannot tell a pool's nodes from the rest.
+PLATFORM_ONLY_LABELS = frozenset({OS_LABEL, ARCH_LABEL})
+
+# What a kubelet runs when its configuration leaves a topology key out (kubelet defaults, the
+# same defaults ``KubeletTopology.from_kubelet_config`` assumes).
+KUBELET_TOPOLOGY_DEFAULTS: dict[str, Any] = {
+    "topologyManagerPolicy": "none",
+    "topologyManagerScope": "container",
+    "cpuManagerPolicy": "none",
+    "topologyManagerPolicyOptions": {},
+    "cpuManagerPolicyOptions": {},
+    "reservedSystemCPUs": "",
+}
+
+
+@dataclass(frozen=True)
+class PoolExpectation:
+    """One pool: which nodes are its own, how many, and what each must offer and run."""
+
+    name: str
+    fabric: str
+    selector: dict[str, str]
+    """Labels every node of the pool carries (see :func:`pool_selector`)."""
+    min_nodes: int
+    allocatable: dict[str, int]
+    """Extended resource -> exact allocatable count on each node."""
+    kubelet: dict[str, Any]
+    """KubeletConfiguration keys (as ``configz`` reports them) -> the value the pool declares."""
+
+
+@dataclass(frozen=True, order=True)
+class ObjectRef:
+    """A Kubernetes object by API version, kind, namespace (``""`` when cluster-scoped) and name."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def group_version(self) -> tuple[str, str]:
+        """``("", "v1")`` for the core group, ``("apps", "v1")`` otherwise."""
+        group, _, version = self.api_version.rpartition("/")
+        return group, version
+
+    def label(self) -> str:
+        """``LocalQueue team-a/gpustack-fnv64-...`` or ``KVCacheBackend mooncake-dram``."""
+        return f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
+
+    @classmethod
+    def of(cls, manifest: Mapping[str, Any]) -> "ObjectRef":
+        """The reference of a manifest (``apiVersion``, ``kind``, ``metadata.namespace/name``)."""
+        metadata = manifest.get("metadata") or {}
+        return cls(manifest["apiVersion"], manifest["kind"], metadata.get("namespace") or "", metadata.get("name") or "")
+
+
+@dataclass(frozen=True)
+class ObjectExpectation:
+    """An object the stack registers; DaemonSets must also have every scheduled pod ready."""
+
+    ref: ObjectRef
+    rollout: bool = False
+    """Compare ``status.numberReady`` with ``status.desiredNumberScheduled`` (DaemonSets)."""
+
+
+@dataclass(frozen=True)
+class StackExpectations:
+    """Everything ``verify`` compares a cluster with."""
+
+    stack: str
+    pools: list[PoolExpectation] = field(default_factory=list)
+    objects: list[ObjectExpectation] = field(default_factory=list)
+
+    def pool(self, name: str) -> Optional[PoolExpectation]:
+        """The expectation of the pool named ``name``."""
+        return next((pool for pool in self.pools if pool.name == name), None)
+
+
+def pool_selector(pool: PoolSpec) -> dict[str, str]:
+    """Labels that mark a node as one of ``pool``'s.
+
+    The pool's effective labels (``nodeLabels``, its node group's labels and instance type, the
+    OS/architecture its InstanceType name carries: ``PoolSpec.effective_node_labels``, the same
+    labels device-plugin coverage is checked against), and for every EFA pool
+    ``vpc.amazonaws.com/efa.present`` (our node groups set it; eksctl's do too).
+    """
+    labels = pool.effective_node_labels()
+    if pool.fabric == "efa":
+        labels[EFA_PRESENT_LABEL] = "true"
+    return dict(sorted(labels.items()))
+
+
+def distinguishes(selector: Mapping[str, str]) -> bool:
+    """True when ``selector`` has a label beyond OS and architecture, which every node carries."""
+    return any(key not in PLATFORM_ONLY_LABELS for key in selector)
+
+
+def pool_allocatable(pool: PoolSpec) -> dict[str, int]:
+    """The accelerator and fabric-endpoint counts each node of ``pool`` must advertise exactly.
+
+    The keys are the operator's (``gpu_fabric.transfer``): ``vpc.amazonaws.com/efa`` for EFA
+    pools, ``device.gpustack.ai/rdma`` (exclusive NICs) and, when declared,
+    ``device.gpustack.ai/rdma.partitioned`` for RDMA pools.
+    """
+    expected: dict[str, int] = {}
+    accelerator = pool.resolved_accelerator_resource
+    if pool.accelerators_per_node and accelerator:
+        expected[accelerator] = pool.accelerators_per_node
+    if pool.fabric == "efa":
+        expected[EFA_KEY] = pool.interfaces_per_node
+    elif pool.fabric == "rdma":
+        expected[RDMA_EXCLUSIVE_KEY] = pool.interfaces_per_node
+        if pool.partitioned_interfaces_per_node:
+            expected[RDMA_PARTITIONED_KEY] = pool.partitioned_interfaces_per_node
+    return expected
+
+
+def pool_kubelet(pool: PoolSpec) -> dict[str, Any]:
+    """The kubelet settings the pool declares, keyed as the KubeletConfiguration (and configz) has them.
+
+    The same :func:`gpu_fabric.topology.kubelet_config_fields` that renders the node configuration;
+    the three core keys are always compared, options only when the pool sets them.
+    """
+    return kubelet_config_fields(pool.topology)
+
+
+def pool_expectation(pool: PoolSpec) -> PoolExpectation:
+    """Everything a node of ``pool`` is checked against."""
+    return PoolExpectation(
+        name=pool.name, fabric=pool.fabric, selector=pool_selector(pool), min_nodes=pool.node_count,
+        allocatable=pool_allocatable(pool), kubelet=pool_kubelet(pool),
+    )
+
+
+def object_expectations(manifests: Iterable[Mapping[str, Any]]) -> list[ObjectExpectation]:
+    """One expectation per registered manifest (duplicates collapse), sorted by reference."""
+    expectations = {}
+    for manifest in manifests:
+        ref = ObjectRef.of(manifest)
+        expectations[ref] = ObjectExpectation(ref, rollout=ref.kind == "DaemonSet" and ref.group_version == ("apps", "v1"))
+    return [expectations[ref] for ref in sorted(expectations)]
+
+
+def stack_expectations(stack: str, config: FabricConfig, manifests: Iterable[Mapping[str, Any]]) -> StackExpectations:
+    """The expectations of a validated stack and the Kubernetes manifests its program registers."""
+    return StackExpectations(stack, [pool_expectation(pool) for pool in config.pools], object_expectations(manifests))

@@ -1,0 +1,28 @@
+"""What ``verify`` read from a cluster: the plain data the pure checks compare (no client types)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from gpu_fabric.verify.expectations import ObjectRef
+
+
+@dataclass(frozen=True)
+class KubeletConfigResult:
+    """A node's ``/configz`` ``kubeletconfig`` section, or why it could not be read."""
+
+    config: Optional[dict[str, Any]]
+    error: str = ""
+
+
+@dataclass
+class ClusterSnapshot:
+    """Nodes (as the API lists them), kubelet configurations by node, and objects by reference.
+
+    ``objects`` maps each looked-up reference to the object, or ``None`` when the API answered 404.
+    """
+
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    kubelet: dict[str, KubeletConfigResult] = field(default_factory=dict)
+    objects: dict[ObjectRef, Optional[dict[str, Any]]] = field(default_factory=dict)

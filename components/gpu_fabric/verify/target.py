@@ -1,0 +1,110 @@
+"""Which cluster ``verify`` reads, resolved as the stack's Kubernetes provider resolves it.
+
+* ``--kubeconfig FILE`` / ``--context NAME`` given: that kubeconfig (or the ambient one) and context.
+* The stack names ``kubernetes.context``: that context of the ambient kubeconfig, as the stack's
+  ``kubernetes.Provider(context=...)`` does.
+* The stack names ``kubernetes.eksCluster``: the cluster's endpoint and CA from EKS and a token
+  from ``aws eks get-token``, the very kubeconfig ``gpu_fabric.stack.eks_kubeconfig`` gives the provider.
+* Otherwise the ambient kubeconfig the way kubectl finds it: ``$KUBECONFIG`` (a list of files,
+  merged) or ``~/.kube/config``, else the in-cluster service account.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from gpu_fabric.spec.fabric import FabricConfig
+from gpu_fabric.verify.api import ClusterUnavailable, LiveTransport
+
+
+def ambient_kubeconfig() -> Optional[str]:
+    """``$KUBECONFIG`` (colon-separated files) or ``~/.kube/config`` when any of them exists."""
+    listed = os.environ.get("KUBECONFIG", "")
+    paths = [p for p in listed.split(os.pathsep) if p] if listed else [str(Path.home() / ".kube" / "config")]
+    existing = [p for p in paths if Path(p).expanduser().is_file()]
+    return os.pathsep.join(existing) if existing else None
+
+
+def _configuration(workers: int) -> Any:
+    from kubernetes import client
+
+    configuration = client.Configuration()
+    # One pooled connection per concurrent configz reader; a request that cannot connect is retried once.
+    configuration.connection_pool_maxsize = max(workers, 1)
+    configuration.retries = 1
+    return configuration
+
+
+def _from_kubeconfig(path: Optional[str], context: Optional[str], workers: int) -> tuple[Any, str]:
+    from kubernetes import config as kube_config
+    from kubernetes.config.config_exception import ConfigException
+
+    configuration = _configuration(workers)
+    source = path or ambient_kubeconfig()
+    try:
+        if source is None:
+            if context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+                kube_config.load_incluster_config(client_configuration=configuration)
+                return configuration, "in-cluster service account"
+            raise ClusterUnavailable("no kubeconfig: $KUBECONFIG is unset and ~/.kube/config does not exist "
+                                     "(pass --kubeconfig FILE)")
+        if path is not None and not Path(path).expanduser().is_file():
+            raise ClusterUnavailable(f"--kubeconfig {path}: no such file")
+        kube_config.load_kube_config(config_file=source, context=context, client_configuration=configuration,
+                                     persist_config=False)
+    except ConfigException as error:
+        raise ClusterUnavailable(f"kubeconfig {source}: {_one_line(error)}") from None
+    except (OSError, ValueError) as error:
+        raise ClusterUnavailable(f"kubeconfig {source}: {_one_line(error)}") from None
+    return configuration, f"context {context}" if context else f"kubeconfig {source}"
+
+
+def _one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def _from_eks(name: str, region: Optional[str], workers: int) -> tuple[Any, str]:
+    import boto3
+    import botocore.exceptions
+    from kubernetes import config as kube_config
+    from kubernetes.config.config_exception import ConfigException
+
+    from gpu_fabric.stack import eks_kubeconfig
+
+    try:
+        cluster = boto3.client("eks", region_name=region).describe_cluster(name=name)["cluster"]
+        used_region = region or boto3.session.Session().region_name or ""
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
+        raise ClusterUnavailable(f"EKS cluster {name}: {_one_line(error)}") from None
+    document = json.loads(eks_kubeconfig(name, used_region, cluster["endpoint"],
+                                         (cluster.get("certificateAuthority") or {}).get("data") or ""))
+    configuration = _configuration(workers)
+    try:
+        kube_config.load_kube_config_from_dict(document, client_configuration=configuration, persist_config=False)
+    except ConfigException as error:
+        raise ClusterUnavailable(f"EKS cluster {name}: {_one_line(error)}") from None
+    return configuration, f"EKS cluster {name}"
+
+
+def connect(config: FabricConfig, stack_values: Mapping[str, Any], *, kubeconfig: Optional[str] = None,
+            context: Optional[str] = None, workers: int = 32) -> tuple[LiveTransport, str]:
+    """A live transport to the stack's cluster and a description of how it was chosen."""
+    from kubernetes import client
+
+    target = config.kubernetes
+    if kubeconfig is not None or context is not None:
+        configuration, how = _from_kubeconfig(kubeconfig, context or (target.context if target else None), workers)
+    elif target is not None and target.context:
+        configuration, how = _from_kubeconfig(None, target.context, workers)
+    elif target is not None and target.eks_cluster is not None:
+        ref = target.eks_cluster
+        region = ref.region or stack_values.get("aws:region")
+        configuration, how = _from_eks(ref.name, str(region) if region else None, workers)
+    else:
+        configuration, how = _from_kubeconfig(None, None, workers)
+    transport = LiveTransport(client.ApiClient(configuration=configuration))
+    return transport, f"{transport.host} ({how})"
