@@ -31,6 +31,7 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_DIR / "tests"))
 
 from fake_kube import FakeApiServer, FakeCluster, kubelet_config, node  # noqa: E402
+from verify_clusters import apply  # noqa: E402
 
 POOLS = 16
 NAMESPACES = 8
@@ -59,12 +60,7 @@ def fleet_cluster(stack: dict, manifests: list[dict], configz_delay: float) -> F
         for j in range(pool["nodeCount"]):
             name = f"{pool['nodeLabels']['bench.gpu-fabric.dev/pool']}-node-{j:03d}"
             cluster.add_node(node(name, dict(pool["nodeLabels"]), allocatable), kubelet_config())
-    plurals = {"LocalQueue": "localqueues", "DaemonSet": "daemonsets"}
-    for manifest in manifests:
-        metadata = manifest["metadata"]
-        cluster.add_object(manifest["apiVersion"], manifest["kind"], plurals[manifest["kind"]],
-                           metadata.get("namespace", ""), metadata["name"],
-                           {"status": {"desiredNumberScheduled": 256, "numberReady": 256}})
+    apply(cluster, manifests, ready_pods=len(cluster.nodes))
     return cluster
 
 

@@ -31,12 +31,19 @@ def test_seed_pool_expectation_comes_from_the_pool():
 
 
 def test_seed_objects_are_what_the_stack_registers():
-    refs = [expectation.ref for expectation in seed_expectations().objects]
-    assert refs == sorted([
+    expectations = seed_expectations().objects
+    refs = {expectation.ref for expectation in expectations}
+    gpustack = load_config(seed_values()).gpustack_api_version
+    assert {
         ObjectRef("kueue.x-k8s.io/v1beta2", "LocalQueue", "team-a", "gpustack-fnv64-c4680bb149644f1c"),
-        ObjectRef("worker.gpustack.ai/v1", "KVCacheBackend", "", "mooncake-dram"),
-        ObjectRef("worker.gpustack.ai/v1", "ModelDeployment", "team-a", "qwen-pd"),
-    ])
+        ObjectRef(f"worker.gpustack.ai/{gpustack}", "KVCacheBackend", "", "mooncake-dram"),
+        ObjectRef(f"worker.gpustack.ai/{gpustack}", "ModelDeployment", "team-a", "qwen-pd"),
+    } <= refs
+    # Everything else the render registers is expected too (the kubelet topology agent's DaemonSet among
+    # them), and every DaemonSet is checked for its rollout.
+    manifests = render_stack("seed-rdma", PROJECT).kubernetes_objects()
+    assert refs == {ObjectRef.of(manifest) for manifest in manifests}
+    assert all(e.rollout == (e.ref.kind == "DaemonSet") for e in expectations)
 
 
 def test_a_new_tenant_namespace_expects_its_local_queue():
@@ -101,6 +108,7 @@ def test_quantities_are_compared_as_numbers():
 
 def test_a_node_matching_two_pools_fails():
     values = seed_values()
+    values["pools"][0].pop("topologyAgent", None)  # the agent's own check refuses overlapping pools
     second = dict(values["pools"][0], name="gpustack--nvidia-a10g-2-linux-amd64")
     values["pools"].append(second)
     values["modelDeployments"] = []
@@ -114,6 +122,7 @@ def test_a_node_matching_two_pools_fails():
 def test_a_pool_without_distinguishing_labels_is_inconclusive():
     values = seed_values()
     values["pools"][0]["nodeLabels"] = {}
+    values["pools"][0].pop("topologyAgent", None)  # the agent refuses such a pool outright
     nodes = [node("n1", LABELS, GOOD)]
     report = pool_report(values, nodes, {"n1": kubelet_config()})
     (check,) = report.problems()

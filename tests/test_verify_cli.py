@@ -15,6 +15,7 @@ from verify_clusters import (
     RDMA_LABEL,
     SEED_ALLOCATABLE,
     SEED_LOCAL_QUEUE,
+    SEED_LOCAL_QUEUE_PATH,
     SEED_NODES,
     efa_cluster,
     seed_cluster,
@@ -64,8 +65,8 @@ def test_healthy_seed_cluster_as_json(tmp_path, capsys):
     assert checks["kubelet topologyManagerPolicy"]["found"] == "restricted"
     assert checks["kubelet topologyManagerScope"]["found"] == "container"
     assert checks["kubelet cpuManagerPolicy"]["found"] == "none"
-    assert {o["subject"] for o in report["objects"]} == {
-        f"LocalQueue team-a/{SEED_LOCAL_QUEUE}", "KVCacheBackend mooncake-dram", "ModelDeployment team-a/qwen-pd"}
+    subjects = {o["subject"] for o in report["objects"]}
+    assert {f"LocalQueue team-a/{SEED_LOCAL_QUEUE}", "KVCacheBackend mooncake-dram", "ModelDeployment team-a/qwen-pd"} <= subjects
 
 
 def test_a_node_missing_one_rdma_endpoint_fails(tmp_path, capsys):
@@ -106,7 +107,7 @@ def test_a_kubelet_without_topology_keys_runs_the_defaults(tmp_path, capsys):
 
 def test_a_missing_tenant_local_queue_fails(tmp_path, capsys):
     cluster = seed_cluster()
-    del cluster.objects[f"/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/{SEED_LOCAL_QUEUE}"]
+    del cluster.objects[SEED_LOCAL_QUEUE_PATH]
     code, out, _ = verify_against(cluster, tmp_path, capsys)
     assert code == 1
     assert f"LocalQueue team-a/{SEED_LOCAL_QUEUE}: exists: expected present, found absent" in out
@@ -180,9 +181,10 @@ def test_missing_kueue_crd(tmp_path, capsys):
 
 def test_missing_gpustack_kind(tmp_path, capsys):
     cluster = seed_cluster()
-    cluster.apis["worker.gpustack.ai/v1"] = [r for r in cluster.apis["worker.gpustack.ai/v1"] if r["kind"] != "ModelDeployment"]
+    (api_version,) = [version for version in cluster.apis if version.startswith("worker.gpustack.ai/")]
+    cluster.apis[api_version] = [r for r in cluster.apis[api_version] if r["kind"] != "ModelDeployment"]
     code, out, err = verify_against(cluster, tmp_path, capsys)
-    assert_refused(code, out, err, "serves worker.gpustack.ai/v1 but not kind ModelDeployment")
+    assert_refused(code, out, err, f"serves {api_version} but not kind ModelDeployment")
 
 
 def test_missing_kubeconfig_file(tmp_path, capsys):

@@ -1,19 +1,46 @@
-"""Fake clusters for ``verify`` tests: the seed walkthrough's cluster after ``pulumi up``, healthy.
+"""Fake clusters for ``verify`` tests: the example stacks' clusters after ``pulumi up``, healthy.
 
-Written from the walkthrough's facts (two A10G nodes labelled ``feature.gpustack.ai/rdma.capable``,
-4 GPUs and 2 RDMA NICs each, kubelets on ``restricted``/``container``, team-a's entrance LocalQueue
-``gpustack-fnv64-c4680bb149644f1c``), not from verify's own expectations, so a wrong expectation fails.
+The nodes are written from the walkthrough's facts (two A10G nodes labelled
+``feature.gpustack.ai/rdma.capable``, 4 GPUs and 2 RDMA NICs each, kubelets on
+``restricted``/``container``), not from verify's expectations, so a wrong expectation fails.
+The objects are what ``pulumi up`` applies: the stack's rendered manifests, each served at its API
+path (DaemonSets with every pod ready); tests name the walkthrough's objects literally.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, Iterable
+
 from fake_kube import FakeCluster, kubelet_config, node
 
+from gpu_fabric.render import render_stack
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
 SEED_NODES = ("a10g-node-1", "a10g-node-2")
 SEED_LOCAL_QUEUE = "gpustack-fnv64-c4680bb149644f1c"
+SEED_LOCAL_QUEUE_PATH = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/{SEED_LOCAL_QUEUE}"
 RDMA_LABEL = {"feature.gpustack.ai/rdma.capable": "true"}
 SEED_ALLOCATABLE = {"cpu": "47", "memory": "185Gi", "nvidia.com/gpu": "4", "device.gpustack.ai/rdma": "2",
                     "device.gpustack.ai/rdma.shared": "128", "pods": "110"}
+EFA_PLUGIN = "/apis/apps/v1/namespaces/kube-system/daemonsets/aws-efa-k8s-device-plugin"
+
+
+def plural(kind: str) -> str:
+    """The resource name of every kind the example stacks register (``LocalQueue`` -> ``localqueues``)."""
+    return kind.lower() + "s"
+
+
+def apply(cluster: FakeCluster, manifests: Iterable[dict[str, Any]], ready_pods: int) -> None:
+    """Create every manifest as ``pulumi up`` would; DaemonSets run ``ready_pods`` ready pods."""
+    for manifest in manifests:
+        metadata = manifest["metadata"]
+        body = {key: value for key, value in manifest.items() if key not in ("apiVersion", "kind", "metadata")}
+        if manifest["kind"] == "DaemonSet":
+            body["status"] = {"desiredNumberScheduled": ready_pods, "currentNumberScheduled": ready_pods,
+                              "numberReady": ready_pods}
+        cluster.add_object(manifest["apiVersion"], manifest["kind"], plural(manifest["kind"]),
+                           metadata.get("namespace", ""), metadata["name"], body)
 
 
 def seed_cluster() -> FakeCluster:
@@ -24,15 +51,8 @@ def seed_cluster() -> FakeCluster:
     # A control-plane node without the pool's labels: not the pool's, never judged against it.
     cluster.add_node(node("control-plane-1", {"node-role.kubernetes.io/control-plane": ""}, {"cpu": "4", "pods": "110"}),
                      kubelet_config(policy="none"))
-    cluster.add_object("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues", "team-a", SEED_LOCAL_QUEUE,
-                       {"spec": {"clusterQueue": "gpustack--nvidia-a10g-linux-amd64"}})
-    cluster.serve("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", namespaced=False)
-    cluster.add_object("worker.gpustack.ai/v1", "KVCacheBackend", "kvcachebackends", "", "mooncake-dram")
-    cluster.add_object("worker.gpustack.ai/v1", "ModelDeployment", "modeldeployments", "team-a", "qwen-pd")
+    apply(cluster, render_stack("seed-rdma", PROJECT_DIR).kubernetes_objects(), ready_pods=len(SEED_NODES))
     return cluster
-
-
-EFA_PLUGIN = "/apis/apps/v1/namespaces/kube-system/daemonsets/aws-efa-k8s-device-plugin"
 
 
 def efa_cluster() -> FakeCluster:
@@ -46,12 +66,5 @@ def efa_cluster() -> FakeCluster:
                          kubelet_config())
         cluster.add_node(node(f"ip-10-0-2-{i}", {**efa, "node.kubernetes.io/instance-type": "c6in.32xlarge"},
                               {"vpc.amazonaws.com/efa": "2"}), kubelet_config())
-    cluster.add_object("apps/v1", "DaemonSet", "daemonsets", "kube-system", "aws-efa-k8s-device-plugin",
-                       {"status": {"desiredNumberScheduled": 4, "numberReady": 4, "currentNumberScheduled": 4}})
-    for queue in ("gpustack-fnv64-3b93966fd73eb9ec", "gpustack-fnv64-65ee45385e671d10"):
-        cluster.add_object("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues", "team-a", queue)
-    cluster.add_object("worker.gpustack.ai/v1", "KVCacheBackend", "kvcachebackends", "", "mooncake-efa")
-    cluster.add_object("worker.gpustack.ai/v1", "KVCachePool", "kvcachepools", "", "efa-cache")
-    cluster.add_object("worker.gpustack.ai/v1", "KVCachePoolBinding", "kvcachepoolbindings", "team-a", "shared")
-    cluster.add_object("worker.gpustack.ai/v1", "ModelDeployment", "modeldeployments", "team-a", "llama-pd")
+    apply(cluster, render_stack("aws-efa", PROJECT_DIR).kubernetes_objects(), ready_pods=4)
     return cluster

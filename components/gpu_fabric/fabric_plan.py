@@ -91,12 +91,12 @@ def topology_agent_problems(config: FabricConfig) -> list[tuple[str, str]]:
     """Agents that would not run on exactly their pool's nodes, with the configuration path to fix."""
     from gpu_fabric.builders.kubelet_topology_agent import topology_agent_daemonset
     from gpu_fabric.coverage import daemonset_schedules_on
-    from gpu_fabric.spec.pool import ARCH_LABEL, OS_LABEL
+    from gpu_fabric.spec.pool import labels_identify_pool
 
     problems: list[tuple[str, str]] = []
     for position, args in topology_agent_args(config):
         pool = config.pools[position]
-        if not set(args["pool"]["labels"]) - {OS_LABEL, ARCH_LABEL}:
+        if not labels_identify_pool(args["pool"]["labels"]):
             problems.append((f"pools[{position}].nodeLabels", (
                 "topologyAgent needs a node label that only this pool's nodes carry: with "
                 f"{', '.join(sorted(args['pool']['labels'])) or 'no labels'} its DaemonSet would restart the kubelet "

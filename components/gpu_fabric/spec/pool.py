@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Optional, Sequence
+from typing import Annotated, Iterable, Literal, Optional, Sequence
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
@@ -43,6 +43,13 @@ def platform_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] 
     if len(instance_types) == 1:
         labels[INSTANCE_TYPE_LABEL] = instance_types[0]
     return labels
+
+
+def labels_identify_pool(labels: Iterable[str]) -> bool:
+    """True when ``labels`` name something beyond OS and architecture, which the kubelet puts on every
+    node: only then can they tell a pool's nodes from the rest of the cluster."""
+    return bool(set(labels) - {OS_LABEL, ARCH_LABEL})
+
 
 # Sane upper bounds: far above any real fabric, low enough that a typo (an extra zero or three)
 # is refused instead of planning quotas for a million nodes.

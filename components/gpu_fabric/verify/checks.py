@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
 
 from gpu_fabric.quantity import QuantityError, parse_quantity
+from gpu_fabric.spec.pool import labels_identify_pool
 from gpu_fabric.verify.expectations import (
     KUBELET_TOPOLOGY_DEFAULTS,
     ObjectExpectation,
     PoolExpectation,
     StackExpectations,
-    distinguishes,
 )
 from gpu_fabric.verify.snapshot import ClusterSnapshot, KubeletConfigResult
 
@@ -147,7 +147,7 @@ def carries(node: Mapping[str, Any], selector: Mapping[str, str]) -> bool:
 def pool_members(pools: Sequence[PoolExpectation], nodes: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
     """Each pool's nodes (sorted by name); a pool whose labels cannot tell its nodes apart claims none."""
     ordered = sorted(nodes, key=node_name)
-    return {pool.name: [node for node in ordered if carries(node, pool.selector)] if distinguishes(pool.selector) else []
+    return {pool.name: [node for node in ordered if carries(node, pool.selector)] if labels_identify_pool(pool.selector) else []
             for pool in pools}
 
 
@@ -203,7 +203,7 @@ def pool_result(pool: PoolExpectation, members: Sequence[Mapping[str, Any]], sna
     subject = f"pool {pool.name}"
     result = PoolResult(pool)
     selector = ",".join(f"{key}={value}" for key, value in pool.selector.items())
-    if not distinguishes(pool.selector):
+    if not labels_identify_pool(pool.selector):
         result.checks.append(Check(subject, "nodes", f">= {pool.min_nodes}", "unknown", INCONCLUSIVE,
                                    f"only {selector or 'no labels'} mark the pool's nodes, which other nodes carry "
                                    "too; declare the pool's nodeLabels"))

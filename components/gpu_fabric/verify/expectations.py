@@ -12,12 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
 
 from gpu_fabric.spec.fabric import FabricConfig
-from gpu_fabric.spec.pool import ARCH_LABEL, EFA_PRESENT_LABEL, OS_LABEL, PoolSpec
+from gpu_fabric.spec.pool import EFA_PRESENT_LABEL, PoolSpec
 from gpu_fabric.topology import kubelet_config_fields
 from gpu_fabric.transfer import EFA_KEY, RDMA_EXCLUSIVE_KEY, RDMA_PARTITIONED_KEY
-
-# The kubelet puts these on every node, so they alone cannot tell a pool's nodes from the rest.
-PLATFORM_ONLY_LABELS = frozenset({OS_LABEL, ARCH_LABEL})
 
 # What a kubelet runs when its configuration leaves a topology key out (kubelet defaults, the
 # same defaults ``KubeletTopology.from_kubelet_config`` assumes).
@@ -106,11 +103,6 @@ def pool_selector(pool: PoolSpec) -> dict[str, str]:
     if pool.fabric == "efa":
         labels[EFA_PRESENT_LABEL] = "true"
     return dict(sorted(labels.items()))
-
-
-def distinguishes(selector: Mapping[str, str]) -> bool:
-    """True when ``selector`` has a label beyond OS and architecture, which every node carries."""
-    return any(key not in PLATFORM_ONLY_LABELS for key in selector)
 
 
 def pool_allocatable(pool: PoolSpec) -> dict[str, int]:
