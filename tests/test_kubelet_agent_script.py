@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_fabric.kubelet_agent import script
+from gpu_fabric.kubelet_agent import __main__ as entry
+from gpu_fabric.kubelet_agent import errors
+from gpu_fabric.kubelet_agent import kubelet
+from gpu_fabric.kubelet_agent import kubelet_config
+from gpu_fabric.kubelet_agent import reconcile
+from gpu_fabric.kubelet_agent import systemd
 from gpu_fabric.topology import DROPIN_PATH, KubeletTopology, kubelet_config_dropin_yaml, kubelet_config_fields
 
 DROPIN_NAME = os.path.basename(DROPIN_PATH)
@@ -57,7 +62,7 @@ class FakeHost:
     # -- the kubelet --------------------------------------------------------------------------------
 
     def flags(self) -> dict[str, str]:
-        return script.parse_flags(self.argv)
+        return kubelet.parse_flags(self.argv)
 
     def file(self, host_path: str) -> Path:
         return self.host / host_path.lstrip("/")
@@ -111,9 +116,9 @@ class FakeHost:
         self.calls.append(f"start {unit}")
         self._spawn()
 
-    def configz(self, kubelet: script.KubeletProcess) -> dict[str, Any]:
+    def configz(self, kubelet: kubelet.KubeletProcess) -> dict[str, Any]:
         if not self.kubelet_up:
-            raise script.AgentError("connection refused")
+            raise errors.AgentError("connection refused")
         return self.running
 
     def snapshot(self) -> dict[str, bytes]:
@@ -155,10 +160,10 @@ def make_host(tmp_path: Path, *, config_dir: bool = False, config_text: str = KU
 
 
 def make_agent(fake: FakeHost, topology: KubeletTopology = SEED, *, lease: FakeLease | None = None,
-               cordoned: bool = False, mounted: tuple[str, ...] = ("/etc/kubernetes", "/var/lib/kubelet")) -> script.Agent:
-    return script.Agent(
+               cordoned: bool = False, mounted: tuple[str, ...] = ("/etc/kubernetes", "/var/lib/kubelet")) -> reconcile.Agent:
+    return reconcile.Agent(
         proc=fake.proc,
-        files=script.HostFiles(fake.host, mounted),
+        files=kubelet.HostFiles(fake.host, mounted),
         dropin_name=DROPIN_NAME,
         dropin=kubelet_config_dropin_yaml(topology).encode(),
         desired=kubelet_config_fields(topology),
@@ -175,14 +180,14 @@ def make_agent(fake: FakeHost, topology: KubeletTopology = SEED, *, lease: FakeL
 def writes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every atomic write the agent makes (pending markers excluded)."""
     written: list[Path] = []
-    original = script.atomic_write
+    original = kubelet.atomic_write
 
     def counting(target: Path, content: bytes) -> None:
-        if not target.name.endswith(script.PENDING_SUFFIX):
+        if not target.name.endswith(reconcile.PENDING_SUFFIX):
             written.append(target)
         original(target, content)
 
-    monkeypatch.setattr(script, "atomic_write", counting)
+    monkeypatch.setattr(kubelet, "atomic_write", counting)
     return written
 
 
@@ -198,17 +203,17 @@ def test_config_file_change_is_one_atomic_write_and_one_restart_with_a_backup(tm
     status = agent.reconcile()
 
     assert status.ready and status.changed, status.message
-    assert writes == [config.with_name("config.yaml" + script.BACKUP_SUFFIX), config]
+    assert writes == [config.with_name("config.yaml" + reconcile.BACKUP_SUFFIX), config]
     assert fake.calls == ["restart kubelet.service"]
     assert config.stat().st_ino != inode_before  # replaced by rename, never rewritten in place
-    assert config.with_name("config.yaml" + script.BACKUP_SUFFIX).read_text() == KUBEADM_CONFIG
+    assert config.with_name("config.yaml" + reconcile.BACKUP_SUFFIX).read_text() == KUBEADM_CONFIG
     merged = yaml.safe_load(config.read_text())
     assert merged == {**yaml.safe_load(KUBEADM_CONFIG), **kubelet_config_fields(SEED)}
     # Every line the walkthrough does not touch stays as it was, comments included.
     assert config.read_text().startswith(KUBEADM_CONFIG.split("rotateCertificates")[0])
     assert "topologyManagerPolicy: restricted\ntopologyManagerScope: container\n" in config.read_text()
     assert fake.running["topologyManagerPolicy"] == "restricted"
-    assert not list(config.parent.glob("*.tmp")) and not list(config.parent.glob("*" + script.PENDING_SUFFIX))
+    assert not list(config.parent.glob("*.tmp")) and not list(config.parent.glob("*" + reconcile.PENDING_SUFFIX))
 
 
 def test_no_change_means_no_write_and_no_restart(tmp_path: Path, writes: list[Path]) -> None:
@@ -323,7 +328,7 @@ def test_two_kubelets_are_not_guessed_between(tmp_path: Path, writes: list[Path]
 
 
 def test_flags_are_read_in_both_spellings() -> None:
-    flags = script.parse_flags(["kubelet", "--config", "/a", "--config-dir=/b", "--v=2", "--fail-swap-on"])
+    flags = kubelet.parse_flags(["kubelet", "--config", "/a", "--config-dir=/b", "--v=2", "--fail-swap-on"])
     assert flags == {"config": "/a", "config-dir": "/b", "v": "2", "fail-swap-on": "true"}
 
 
@@ -345,13 +350,13 @@ def test_a_restart_interrupted_before_it_happened_is_finished_once(tmp_path: Pat
     fake = make_host(tmp_path, config_dir=True)
     dropin = fake.file("/etc/kubernetes/kubelet.conf.d/" + DROPIN_NAME)
     dropin.write_text(kubelet_config_dropin_yaml(SEED))  # written, then the pod died before restarting
-    dropin.with_name(dropin.name + script.PENDING_SUFFIX).write_text(str(fake.pid))
+    dropin.with_name(dropin.name + reconcile.PENDING_SUFFIX).write_text(str(fake.pid))
     lease = FakeLease()
     agent = make_agent(fake, lease=lease)
 
     assert agent.reconcile().ready
     assert writes == [] and fake.calls == ["restart kubelet.service"]
-    assert lease.released == 1 and not dropin.with_name(dropin.name + script.PENDING_SUFFIX).exists()
+    assert lease.released == 1 and not dropin.with_name(dropin.name + reconcile.PENDING_SUFFIX).exists()
 
 
 def test_the_lease_is_kept_until_the_kubelet_reports_the_settings(tmp_path: Path) -> None:
@@ -416,21 +421,21 @@ def test_cpu_manager_state_is_read_under_the_kubelets_root_dir(tmp_path: Path) -
 ])
 def test_merged_yaml_means_what_the_topology_says(topology: KubeletTopology) -> None:
     start = KUBEADM_CONFIG + "reservedSystemCPUs: \"2-3\"\ncpuManagerPolicyOptions:\n  full-pcpus-only: \"true\"\n"
-    merged = script.merge_config_text(start, kubelet_config_fields(topology))
+    merged = kubelet_config.merge_config_text(start, kubelet_config_fields(topology))
     assert merged is not None
     document = yaml.safe_load(merged)
     assert KubeletTopology.from_kubelet_config(document) == topology
-    assert script.running_topology(document) == script.running_topology(kubelet_config_fields(topology))
-    assert {key: value for key, value in document.items() if key not in script.TOPOLOGY_KEYS} == {
+    assert kubelet_config.running_topology(document) == kubelet_config.running_topology(kubelet_config_fields(topology))
+    assert {key: value for key, value in document.items() if key not in kubelet_config.TOPOLOGY_KEYS} == {
         key: value for key, value in yaml.safe_load(KUBEADM_CONFIG).items()}
-    assert script.merge_config_text(merged, kubelet_config_fields(topology)) is None
+    assert kubelet_config.merge_config_text(merged, kubelet_config_fields(topology)) is None
 
 
 def test_yaml_the_agent_cannot_edit_safely_is_refused() -> None:
-    with pytest.raises(script.AgentError, match="more than one YAML document"):
-        script.merge_config_text("kind: KubeletConfiguration\n---\nkind: Other\n", kubelet_config_fields(SEED))
-    with pytest.raises(script.AgentError, match="twice"):
-        script.merge_config_text("cpuManagerPolicy: none\ncpuManagerPolicy: static\n", kubelet_config_fields(SEED))
+    with pytest.raises(errors.AgentError, match="more than one YAML document"):
+        kubelet_config.merge_config_text("kind: KubeletConfiguration\n---\nkind: Other\n", kubelet_config_fields(SEED))
+    with pytest.raises(errors.AgentError, match="twice"):
+        kubelet_config.merge_config_text("cpuManagerPolicy: none\ncpuManagerPolicy: static\n", kubelet_config_fields(SEED))
 
 
 # -- systemd over D-Bus -----------------------------------------------------------------------------
@@ -440,7 +445,7 @@ def test_restart_is_a_dbus_call_that_jeepney_reads_as_restart_unit() -> None:
     from jeepney.low_level import Parser
 
     parser = Parser()
-    parser.add_data(script.method_call(7, "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+    parser.add_data(systemd.method_call(7, "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
                                        "RestartUnit", "org.freedesktop.systemd1", ("kubelet.service", "replace")))
     message = parser.get_next_message()
     assert message.header.serial == 7
@@ -489,9 +494,9 @@ def test_systemd_bus_talks_to_a_dbus_peer(tmp_path: Path, error: bool) -> None:
     thread = threading.Thread(target=_fake_systemd, args=(server, received, error))
     thread.start()
     try:
-        bus = script.SystemdBus(path, timeout=5)
+        bus = systemd.SystemdBus(path, timeout=5)
         if error:
-            with pytest.raises(script.AgentError, match="systemd refused StopUnit.*NoSuchUnit.*not found"):
+            with pytest.raises(errors.AgentError, match="systemd refused StopUnit.*NoSuchUnit.*not found"):
                 bus.stop("kubelet.service")
         else:
             bus.restart("kubelet.service")
@@ -504,18 +509,18 @@ def test_systemd_bus_talks_to_a_dbus_peer(tmp_path: Path, error: bool) -> None:
 
 
 def test_unreachable_systemd_is_an_agent_error(tmp_path: Path) -> None:
-    with pytest.raises(script.AgentError, match="cannot reach systemd"):
-        script.SystemdBus(str(tmp_path / "missing")).restart("kubelet.service")
+    with pytest.raises(errors.AgentError, match="cannot reach systemd"):
+        systemd.SystemdBus(str(tmp_path / "missing")).restart("kubelet.service")
 
 
 def test_probe_reflects_the_last_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     status = tmp_path / "status.json"
     monkeypatch.setenv("STATUS_FILE", str(status))
-    assert script.main(["agent", "probe"]) == 1
+    assert entry.main(["agent", "probe"]) == 1
     status.write_text(json.dumps({"ready": False, "message": "waiting"}))
-    assert script.main(["agent", "probe"]) == 1
+    assert entry.main(["agent", "probe"]) == 1
     status.write_text(json.dumps({"ready": True, "message": "ok"}))
-    assert script.main(["agent", "probe"]) == 0
+    assert entry.main(["agent", "probe"]) == 0
 
 
 def test_a_queued_restart_is_waited_for_not_mistaken_for_the_new_kubelet(tmp_path: Path) -> None:

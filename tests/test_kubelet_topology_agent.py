@@ -12,7 +12,7 @@ from gpu_fabric.builders.device_plugins import efa_device_plugin_daemonset, gpus
 from gpu_fabric.builders.kubelet_topology_agent import (
     DIGEST_ANNOTATION,
     agent_name,
-    agent_script,
+    agent_modules,
     topology_agent_for_pool,
 )
 from gpu_fabric.coverage import daemonset_schedules_on
@@ -71,7 +71,7 @@ def test_seed_agent_carries_the_walkthroughs_dropin(seed: dict[str, dict]) -> No
     dropin = yaml.safe_load(data["50-gpu-fabric-topology.conf"])
     assert dropin == {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
                       "topologyManagerPolicy": "restricted", "topologyManagerScope": "container", "cpuManagerPolicy": "none"}
-    assert data["agent.py"] == agent_script()
+    assert {key: data[key] for key in agent_modules()} == agent_modules()
     assert seed["ConfigMap"]["immutable"] is True
     volumes = {v["name"]: v for v in seed["DaemonSet"]["spec"]["template"]["spec"]["volumes"]}
     assert volumes["settings"]["configMap"]["name"] == seed["ConfigMap"]["metadata"]["name"]

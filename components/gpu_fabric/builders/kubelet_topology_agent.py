@@ -1,12 +1,12 @@
 """The ``KubeletTopologyAgent`` objects of one pool, as plain manifests.
 
 For a pool whose nodes the stack does not provision (so no user data can carry the kubelet
-topology), one DaemonSet on exactly the pool's nodes runs :mod:`gpu_fabric.kubelet_agent.script`,
+topology), one DaemonSet on exactly the pool's nodes runs :mod:`gpu_fabric.kubelet_agent`,
 which installs :func:`gpu_fabric.topology.kubelet_config_dropin` on the node and restarts the
 kubelet, one node at a time. The objects:
 
-* an immutable ConfigMap named by the digest of what it carries (the script, the drop-in, the
-  topology keys): running pods never see their settings change underneath them;
+* an immutable ConfigMap named by the digest of what it carries (the agent's modules, the drop-in,
+  the topology keys): running pods never see their settings change underneath them;
 * a ``coordination.k8s.io`` Lease: the pool-wide restart lock;
 * a ServiceAccount, a Role on exactly that Lease, and a ClusterRole for ``nodes/configz`` (the
   readiness check) and ``nodes`` get (is the node cordoned before a CPU manager policy change?);
@@ -36,19 +36,23 @@ TOPOLOGY_AGENT = "kubelet-topology-agent"
 DIGEST_ANNOTATION = "gpu-fabric.io/settings-digest"
 POOL_ANNOTATION = "gpu-fabric.io/pool"
 
-SCRIPT_KEY = "agent.py"
 TOPOLOGY_KEY = "topology.json"
 DROPIN_NAME = posixpath.basename(DROPIN_PATH)
 SETTINGS_DIR = "/etc/gpu-fabric"
+AGENT_PACKAGE = "kubelet_agent"
+"""The top-level package name the agent's modules are mounted as (under :data:`AGENT_PATH`)."""
+AGENT_PATH = "/opt/gpu-fabric"
 HOST_ROOT = "/host"
 STATUS_DIR = "/run/gpu-fabric"
 SYSTEMD_SOCKET = "/run/systemd/private"
 """systemd's private D-Bus socket, the one ``systemctl`` uses as root; the only way in to the service manager."""
 
 
-def agent_script() -> str:
-    """The node program, exactly as the package ships it."""
-    return resources.files("gpu_fabric.kubelet_agent").joinpath("script.py").read_text(encoding="utf-8")
+def agent_modules() -> dict[str, str]:
+    """The node program's modules (file name -> source), exactly as the package ships them."""
+    package = resources.files("gpu_fabric.kubelet_agent")
+    return {entry.name: entry.read_text(encoding="utf-8")
+            for entry in sorted(package.iterdir(), key=lambda entry: entry.name) if entry.name.endswith(".py")}
 
 
 def agent_name(pool: str) -> str:
@@ -61,11 +65,11 @@ def agent_name(pool: str) -> str:
 
 
 def settings_data(topology: KubeletTopology) -> dict[str, str]:
-    """The ConfigMap data: the script, the drop-in file and the topology keys (for merging and ``/configz``)."""
+    """The ConfigMap data: the agent's modules, the drop-in file and the topology keys (for merging and ``/configz``)."""
     return {
         DROPIN_NAME: kubelet_config_dropin_yaml(topology),
-        SCRIPT_KEY: agent_script(),
         TOPOLOGY_KEY: json.dumps(kubelet_config_fields(topology), sort_keys=True, indent=2) + "\n",
+        **agent_modules(),
     }
 
 
@@ -149,7 +153,8 @@ def topology_agent_manifests(
             "template": {
                 "metadata": {"labels": dict(labels),
                              "annotations": {**annotations, DIGEST_ANNOTATION: digest}},
-                "spec": _pod_spec(name=name, config_map=config_map_name, lease=lease_name, image=image,
+                "spec": _pod_spec(name=name, config_map=config_map_name, modules=sorted(agent_modules()),
+                                  lease=lease_name, image=image,
                                   host_paths=host_paths, kubelet_unit=kubelet_unit, node_labels=node_labels, taints=taints),
             },
         },
@@ -157,7 +162,7 @@ def topology_agent_manifests(
     return [config_map, lease, service_account, role, role_binding, cluster_role, cluster_role_binding, daemonset]
 
 
-def _pod_spec(*, name: str, config_map: str, lease: str, image: str, host_paths: Sequence[str], kubelet_unit: str,
+def _pod_spec(*, name: str, config_map: str, modules: Sequence[str], lease: str, image: str, host_paths: Sequence[str], kubelet_unit: str,
               node_labels: Mapping[str, str], taints: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     field = lambda path: {"fieldRef": {"fieldPath": path}}  # noqa: E731
     environment = [
@@ -172,13 +177,14 @@ def _pod_spec(*, name: str, config_map: str, lease: str, image: str, host_paths:
         {"name": "STATUS_FILE", "value": f"{STATUS_DIR}/status.json"},
         {"name": "SYSTEMD_SOCKET", "value": SYSTEMD_SOCKET},
         {"name": "KUBELET_UNIT", "value": kubelet_unit},
+        {"name": "PYTHONPATH", "value": AGENT_PATH},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
     ]
-    script = f"{SETTINGS_DIR}/{SCRIPT_KEY}"
+    program = ["python3", "-m", AGENT_PACKAGE]
     container = {
         "name": "agent",
         "image": image,
-        "command": ["python3", script, "run"],
+        "command": [*program, "run"],
         "env": environment,
         "securityContext": {
             # uid 0: systemd takes private-socket calls only from root (it checks the peer's uid),
@@ -192,10 +198,11 @@ def _pod_spec(*, name: str, config_map: str, lease: str, image: str, host_paths:
             "readOnlyRootFilesystem": True,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "readinessProbe": {"exec": {"command": ["python3", script, "probe"]}, "periodSeconds": 10, "timeoutSeconds": 5},
+        "readinessProbe": {"exec": {"command": [*program, "probe"]}, "periodSeconds": 10, "timeoutSeconds": 5},
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
         "volumeMounts": [
             {"name": "settings", "mountPath": SETTINGS_DIR, "readOnly": True},
+            {"name": "agent", "mountPath": f"{AGENT_PATH}/{AGENT_PACKAGE}", "readOnly": True},
             # Read-write: the drop-in / config file and its backup are written here, and
             # cpu_manager_state is removed from the kubelet root dir. Only these directories.
             *({"name": _host_volume_name(index), "mountPath": f"{HOST_ROOT}{path}"} for index, path in enumerate(host_paths)),
@@ -219,7 +226,10 @@ def _pod_spec(*, name: str, config_map: str, lease: str, image: str, host_paths:
         "terminationGracePeriodSeconds": 30,
         "containers": [container],
         "volumes": [
-            {"name": "settings", "configMap": {"name": config_map}},
+            # One ConfigMap, two views: the settings, and the agent's modules as a package.
+            {"name": "settings", "configMap": {"name": config_map, "items": [
+                {"key": key, "path": key} for key in (DROPIN_NAME, TOPOLOGY_KEY)]}},
+            {"name": "agent", "configMap": {"name": config_map, "items": [{"key": key, "path": key} for key in modules]}},
             *({"name": _host_volume_name(index), "hostPath": {"path": path, "type": "Directory"}}
               for index, path in enumerate(host_paths)),
             {"name": "systemd-socket", "hostPath": {"path": SYSTEMD_SOCKET, "type": "Socket"}},

@@ -1,5 +1,13 @@
 """The node side of ``KubeletTopologyAgent``: the program its DaemonSet pods run on each node.
 
-:mod:`gpu_fabric.kubelet_agent.script` uses the Python standard library only: it is shipped verbatim
-in a ConfigMap and runs in a stock ``python`` image, where gpu-fabric is not installed.
+Standard library only, and relative imports only: the package's modules are shipped verbatim in a
+ConfigMap, mounted as the top-level package ``kubelet_agent`` and run with ``python3 -m kubelet_agent``
+in a stock ``python`` image, where gpu-fabric is not installed.
+
+* :mod:`.kubelet` -- the kubelet process in ``/proc`` and the host files the agent may touch;
+* :mod:`.kubelet_config` -- the topology keys and merging exactly them into a config file;
+* :mod:`.systemd` -- restarting the kubelet unit over systemd's private D-Bus socket;
+* :mod:`.cluster` -- the restart Lease, the node's cordon, the kubelet's ``/configz``;
+* :mod:`.reconcile` -- one node's pass: plan, change only when needed, compare ``/configz``;
+* :mod:`.__main__` -- ``run`` and ``probe``.
 """

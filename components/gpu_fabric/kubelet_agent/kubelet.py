@@ -1,0 +1,129 @@
+"""This node's kubelet as the agent sees it: its process in ``/proc`` and its files through the host mounts."""
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .errors import AgentError
+
+CPU_MANAGER_STATE_FILE = "cpu_manager_state"
+DEFAULT_ROOT_DIR = "/var/lib/kubelet"
+
+
+# -- the running kubelet -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KubeletProcess:
+    """The kubelet as its command line describes it."""
+
+    pid: int
+    config: str
+    config_dir: Optional[str]
+    root_dir: str
+    tls_cert_file: Optional[str]
+    cert_dir: str
+
+
+def parse_flags(argv: Sequence[str]) -> Dict[str, str]:
+    """``--name=value`` / ``--name value`` flags of a Go program (pflag), later ones winning."""
+    flags: Dict[str, str] = {}
+    index = 1
+    while index < len(argv):
+        word = argv[index]
+        index += 1
+        if not word.startswith("-") or word in ("-", "--"):
+            continue
+        name, equals, value = word.lstrip("-").partition("=")
+        if not equals:
+            if index < len(argv) and not argv[index].startswith("-"):
+                value = argv[index]
+                index += 1
+            else:
+                value = "true"
+        flags[name] = value
+    return flags
+
+
+def find_kubelet(proc: Path) -> KubeletProcess:
+    """The one kubelet process under ``proc``; :class:`AgentError` when there is none or several."""
+    found: List[Tuple[int, List[str]]] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+            raw = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue  # the process ended while we looked
+        argv = [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
+        if comm == "kubelet" and argv and os.path.basename(argv[0]) == "kubelet":
+            found.append((int(entry.name), argv))
+    if not found:
+        raise AgentError(
+            f"no kubelet process found in {proc} (a kubelet that runs under another name, such as k3s, "
+            "is not supported); nothing was changed"
+        )
+    if len(found) > 1:
+        pids = ", ".join(str(pid) for pid, _ in sorted(found))
+        raise AgentError(f"found {len(found)} kubelet processes (pids {pids}); cannot tell which serves this node; nothing was changed")
+    pid, argv = found[0]
+    flags = parse_flags(argv)
+    config = flags.get("config")
+    if not config:
+        raise AgentError(
+            f"the kubelet (pid {pid}) runs without --config: its settings are command-line flags, which this "
+            "agent does not edit; nothing was changed"
+        )
+    root_dir = flags.get("root-dir") or DEFAULT_ROOT_DIR
+    return KubeletProcess(
+        pid=pid,
+        config=config,
+        config_dir=flags.get("config-dir") or None,
+        root_dir=root_dir,
+        tls_cert_file=flags.get("tls-cert-file") or None,
+        cert_dir=flags.get("cert-dir") or os.path.join(root_dir, "pki"),
+    )
+
+
+# -- the host filesystem, as far as it is mounted -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostFiles:
+    """Host directories mounted under ``root`` at their own path (``/etc/kubernetes`` -> ``/host/etc/kubernetes``)."""
+
+    root: Path
+    mounted: Tuple[str, ...]
+
+    def path(self, host_path: str) -> Path:
+        """The container path of ``host_path``; :class:`AgentError` when no mounted directory holds it."""
+        normal = os.path.normpath(host_path)
+        if not os.path.isabs(normal):
+            raise AgentError(f"{host_path!r} is not an absolute path")
+        for directory in self.mounted:
+            if normal == directory or normal.startswith(directory.rstrip("/") + "/"):
+                return self.root / normal.lstrip("/")
+        raise AgentError(
+            f"{normal} is outside the host directories mounted into the agent ({', '.join(self.mounted)}); "
+            "add its directory to the pool's topologyAgent.hostPaths; nothing was changed"
+        )
+
+
+def atomic_write(target: Path, content: bytes) -> None:
+    """Replace ``target`` with ``content`` in one rename: a reader sees the old file or the new one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.gpu-fabric.tmp")
+    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
+    with open(temporary, "wb") as handle:
+        handle.write(content)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(temporary, mode)
+    os.replace(temporary, target)
+    directory = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
