@@ -54,11 +54,13 @@ def test_standalone_owner_registers_flavor_cluster_queue_and_owned_local_queues(
     assert "device.gpustack.ai/rdma" in queue.inputs["spec"]["resourceGroups"][0]["coveredResources"]
 
 
-def test_v1alpha1_is_selectable():
+def test_v1alpha1_is_the_default_and_v1_is_selectable():
     values = seed_values()
-    values["gpustackApiVersion"] = "v1alpha1"
+    values.pop("gpustackApiVersion", None)
+    assert by_type(registered(lambda: GpuFabric("fabric", values)), "kubernetes:worker.gpustack.ai/v1alpha1:ModelDeployment")
+    values["gpustackApiVersion"] = "v1"
     resources = registered(lambda: GpuFabric("fabric", values))
-    assert by_type(resources, "kubernetes:worker.gpustack.ai/v1alpha1:ModelDeployment")
+    assert by_type(resources, "kubernetes:worker.gpustack.ai/v1:ModelDeployment")
 
 
 def test_bad_configuration_registers_nothing():
@@ -90,6 +92,18 @@ def test_model_deployment_component_refuses_before_registering():
     with pytest.raises(ConfigError) as caught:
         registered(lambda: ModelDeployment("qwen", {"deployment": deployment}))
     assert "deployment.roles[0].resources.interface: no effective RDMA or EFA transfer leg" in str(caught.value)
+
+
+def test_model_deployment_component_applies_the_operators_schema_and_webhook_rules():
+    deployment = seed_values()["modelDeployments"][0]
+    deployment["engine"].pop("version")
+    with pytest.raises(ConfigError) as caught:
+        registered(lambda: ModelDeployment("qwen", {"deployment": deployment}))
+    assert 'deployment.engine.version: role "prefill" names no image of its own' in str(caught.value)
+    deployment["engine"]["version"] = "0.29.0"
+    with pytest.raises(ConfigError) as caught:
+        registered(lambda: ModelDeployment("qwen", {"deployment": deployment, "apiVersion": "v2"}))
+    assert "worker.gpustack.ai/v2 is not served" in str(caught.value)
 
 
 def test_model_deployment_component_exposes_grants():

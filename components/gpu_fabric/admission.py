@@ -60,7 +60,7 @@ ELASTIC_OWNED_ENV = frozenset({
     "VLLM_TENSOR_PARALLEL_SIZE", "VLLM_PIPELINE_PARALLEL_SIZE", "VLLM_RAY_ADDRESS", "RAY_ADDRESS",
     "GPUSTACK_ELASTIC_POD_UID", "GPUSTACK_ELASTIC_POD_IP", "VLLM_RAY_DP_PACK_STRATEGY", "RAY_OVERRIDE_LABELS",
 })
-# elasticprofile.WidthMin / WidthMax (the CRD's elasticEp.width bounds carry the same pair).
+# WidthMin / WidthMax in pkg/worker/elasticprofile/profile.go (the CRD markers on elasticEp.width carry the same pair).
 ELASTIC_WIDTH_MIN, ELASTIC_WIDTH_MAX = 2, 64
 # validateModelDeploymentElasticOwnedKeys: single-dash abbreviations the engine resolves.
 _ELASTIC_ABBREVIATIONS = {"dp": "data-parallel-size", "dpl": "data-parallel-size-local", "dpb": "data-parallel-backend",

@@ -45,7 +45,7 @@ SCHEMA_FILES: dict[str, str] = {
 _PRUNED_FIELD_HINTS: dict[tuple[str, str], str] = {
     ("ModelDeployment", "spec.engine.image"): (
         "name the image on each role (spec.roles[].image), or set spec.engine.version and let the "
-        "operator synthesize gpustack/runner:<backend>-<engine><version>"),
+        "operator synthesize gpustack/runner:<backend><runtime>-<engine><version>"),
     ("ModelDeployment", "spec.engineVersion"): "the engine version is spec.engine.version",
     ("KVCachePoolBinding", "spec.quotaCeiling"): "the binding's quota is spec.quota.ceiling",
 }

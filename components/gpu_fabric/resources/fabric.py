@@ -28,7 +28,7 @@ class GpuFabricArgs(TypedDict, total=False):
     queueOwner: str
     """``gpustack`` (default: the operator owns ClusterQueues) or ``standalone`` (this stack owns them)."""
     gpustackApiVersion: str
-    """``v1`` (default) or ``v1alpha1``."""
+    """``v1alpha1`` (default: the version the operator's CRDs serve) or ``v1`` (its aggregated API)."""
     namespaces: list[str]
     """Tenant namespaces."""
     pools: list[dict[str, Any]]

@@ -8,6 +8,7 @@ import pulumi
 from pydantic import ValidationError
 
 from gpu_fabric.builders.gpustack import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding
+from gpu_fabric.operator_pin import DEFAULT_API_VERSION
 from gpu_fabric.resources.kubernetes_objects import child_options, register_manifest
 from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.spec.gpustack import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec
@@ -24,7 +25,7 @@ class KVCacheArgs(TypedDict, total=False):
     bindings: list[dict[str, Any]]
     """KVCachePoolBindings (namespaced), as in ``kvCachePoolBindings[]``."""
     apiVersion: str
-    """``v1`` (default) or ``v1alpha1``."""
+    """``v1alpha1`` (default: the version the operator's CRDs serve) or ``v1`` (its aggregated API)."""
 
 
 class KVCache(pulumi.ComponentResource):
@@ -34,7 +35,7 @@ class KVCache(pulumi.ComponentResource):
     """Names of the KVCacheBackends."""
 
     def __init__(self, name: str, args: KVCacheArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        version = args.get("apiVersion") or "v1"
+        version = args.get("apiVersion") or DEFAULT_API_VERSION
         backends = [kv_cache_backend(b, version) for b in _parse(args, "backends", KVCacheBackendSpec)]
         pools = [kv_cache_pool(p, version) for p in _parse(args, "pools", KVCachePoolSpec)]
         bindings = [kv_cache_pool_binding(b, version) for b in _parse(args, "bindings", KVCachePoolBindingSpec)]

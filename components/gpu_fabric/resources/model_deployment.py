@@ -8,6 +8,7 @@ import pulumi
 from pydantic import ValidationError
 
 from gpu_fabric.builders.gpustack import model_deployment
+from gpu_fabric.operator_pin import DEFAULT_API_VERSION
 from gpu_fabric.resources.kubernetes_objects import child_options, register_manifest
 from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.spec.gpustack import ModelDeploymentSpec
@@ -20,7 +21,7 @@ class ModelDeploymentArgs(TypedDict, total=False):
     deployment: dict[str, Any]
     """The deployment, as in ``modelDeployments[]`` (``name``, ``namespace`` and the spec fields)."""
     apiVersion: str
-    """``v1`` (default) or ``v1alpha1``."""
+    """``v1alpha1`` (default: the version the operator's CRDs serve) or ``v1`` (its aggregated API)."""
     cacheObjects: list[dict[str, Any]]
     """Manifests of the KVCachePoolBinding, KVCachePool and KVCacheBackend that ``kvCache.poolRef``
     resolves to; required when the deployment requests interfaces through a cache leg."""
@@ -39,7 +40,7 @@ class ModelDeployment(pulumi.ComponentResource):
             deployment = ModelDeploymentSpec.model_validate(args.get("deployment") or {})
         except ValidationError as error:
             raise ConfigError.from_validation_error(error, ("deployment",)) from None
-        manifest = model_deployment(deployment, args.get("apiVersion") or "v1")
+        manifest = model_deployment(deployment, args.get("apiVersion") or DEFAULT_API_VERSION)
         report = analyze([manifest, *(args.get("cacheObjects") or [])], manufacturers=args.get("manufacturers") or {})
         if report.errors:
             raise ConfigError((f"deployment.{f.path.removeprefix('spec.')}", f.message) for f in report.errors)
