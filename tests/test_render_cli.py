@@ -151,3 +151,13 @@ def test_version_names_the_pinned_operator():
     run = gpu_fabric("--version")
     assert run.returncode == 0
     assert OPERATOR_COMMIT[:12] in run.stdout and SCHEMA_COMMIT[:12] in run.stdout
+
+
+def test_lint_names_the_file_for_objects_without_a_namespace(tmp_path):
+    deployment = yaml.safe_load((FIXTURES / "qwen-pd-seed-verbatim.yaml").read_text())
+    del deployment["metadata"]["namespace"]
+    (tmp_path / "md.yaml").write_text(yaml.safe_dump(deployment))
+    run = gpu_fabric("lint", str(tmp_path / "md.yaml"))
+    assert run.returncode == 1
+    assert "ERROR ModelDeployment default/qwen-pd spec.engine.image: unknown field" in run.stdout
+    assert f"({tmp_path / 'md.yaml'})" in run.stdout

@@ -27,7 +27,7 @@ efa xN -> ``vpc.amazonaws.com/efa: N``. Mooncake member groups get the same keys
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from gpu_fabric.admission import (
@@ -205,6 +205,9 @@ def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, finding
         # The API server checks the structural schema before any webhook runs: an object it refuses
         # is never stored, so nothing can resolve to it and its admission rules never run.
         schema_findings = validate_object(obj)
+        if kind in ("ModelDeployment", "KVCachePoolBinding") and not meta.get("namespace"):
+            # Namespaced objects without a namespace land in the default one, as kubectl applies them.
+            schema_findings = [replace(f, namespace=default_namespace) for f in schema_findings]
         findings.extend(schema_findings)
         if any(f.severity == "error" for f in schema_findings):
             continue

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from gpu_fabric.operator_schema import is_namespaced
 from gpu_fabric.transfer import TransferReport, analyze, is_gpustack_object
 
 
@@ -62,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
 def _object_ref(manifest: dict[str, Any]) -> str:
     meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
     namespace, name = meta.get("namespace"), meta.get("name", "")
+    if not namespace and is_namespaced(str(manifest.get("kind", ""))):
+        namespace = "default"  # where kubectl (and analyze) put a namespaced object that names none
     return f"{manifest.get('kind')} {namespace}/{name}" if namespace else f"{manifest.get('kind')} {name}"
 
 
