@@ -138,6 +138,11 @@ SYNTAX: dict[str, tuple[str, tuple[str, ...]]] = {
                                  ("kubernetes.eksCluster.name",)),
     "accelerator-resource-invalid": (seed(lambda c: pool(c).update(acceleratorResource="nvidia.com/gpu count")),
                                      ("pools[0].acceleratorResource",)),
+    "ami-arch-mismatch": (efa(lambda c: pool(c)["aws"].update(amiType="AL2023_ARM_64_NVIDIA")), ("pools[0].aws.amiType",)),
+    "node-group-other-cluster": (efa(lambda c: pool(c)["aws"].update(clusterName="other-cluster")),
+                                 ("pools[0].aws.clusterName",)),
+    "az-outside-region": (efa(lambda c: [p["aws"].update(availabilityZone="eu-west-1a") for p in c["gpu-fabric:pools"]]),
+                          ("pools[0].aws.availabilityZone",)),
 }
 
 REFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -149,6 +154,11 @@ REFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {
                                         ("kvCacheBackends[0].connection.managed.members[0].nodeSelector",)),
     "duplicate-pool": (seed(lambda c: c["gpu-fabric:pools"].append(dict(pool(c)))), ("pools[1]", "more than once")),
     "duplicate-namespace": (seed(lambda c: c["gpu-fabric:namespaces"].append("team-a")), ("namespaces[1]",)),
+    "efa-pool-without-placement": (efa(lambda c: pool(c)["aws"].update(placementGroup={"mode": "none"})),
+                                   ("pools[0].aws.placementGroup",)),
+    "member-wants-more-interfaces": (efa(lambda c: member(c).update(fabricInterfaceCount=4)),
+                                     ("kvCacheBackends[0].connection.managed.members[0]",)),
+    "topology-none-on-fabric-pool": (efa(lambda c: pool(c)["topology"].update(policy="none")), ("pools[0].topology.policy",)),
 }
 
 CASES = {

@@ -26,23 +26,39 @@ def _pool(config, index=0):
 
 
 MISTAKES = {
-    "topology-none": (
-        "fabric-pool-topology",
-        lambda c: _pool(c)["topology"].update(policy="none"),
-    ),
-    "no-placement-group": (
-        "efa-node-group-placement",
-        lambda c: _pool(c)["aws"].update(placementGroup={"mode": "none"}),
-    ),
     "no-efa-plugin": (
         "device-plugin-coverage",
         lambda c: c.update({"gpu-fabric:devicePlugins": {"efa": {"deploy": False}}}),
     ),
+}
+
+# Mistakes the configuration alone decides: the stack refuses them before registering anything
+# (exit 2 at render and check), naming the mandatory policy that would refuse them at preview.
+DECIDED_BY_CONFIGURATION = {
+    "topology-none": (
+        "fabric-pool-topology", "pools[0].topology.policy",
+        lambda c: _pool(c)["topology"].update(policy="none"),
+    ),
+    "no-placement-group": (
+        "efa-node-group-placement", "pools[0].aws.placementGroup",
+        lambda c: _pool(c)["aws"].update(placementGroup={"mode": "none"}),
+    ),
     "too-many-member-interfaces": (
-        "kv-cache-transport-fabric",
+        "kv-cache-transport-fabric", "kvCacheBackends[0].connection.managed.members[0]",
         lambda c: c["gpu-fabric:kvCacheBackends"][0]["connection"]["managed"]["members"][0].update(fabricInterfaceCount=4),
     ),
 }
+
+
+@pytest.mark.parametrize("mistake", sorted(DECIDED_BY_CONFIGURATION))
+@pytest.mark.parametrize("command", ["render", "check"])
+def test_what_the_pack_refuses_the_stack_refuses(mistake, command, tmp_path, capsys):
+    policy, path, change = DECIDED_BY_CONFIGURATION[mistake]
+    project = _project(tmp_path, {"x": _aws_efa(change)})
+    assert main([command, "--project", str(project), "--stack", "x"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: " in err and f"(policy {policy})" in err
+    assert not (project / "out").exists()
 
 
 def _project(tmp_path: Path, stacks: dict[str, dict]) -> Path:

@@ -97,9 +97,10 @@ def test_mutated_seed_stack_renders_or_is_refused(mutation):
 
 @FUZZ
 @given(mutation=mutations(AWS_EFA))
-def test_mutated_efa_stack_renders_or_is_refused(mutation):
+def test_mutated_efa_stack_is_refused_or_passes_its_own_pack(mutation):
+    # check renders, then runs the pack: exit 1 would mean the stack accepted what its pack refuses.
     with tempfile.TemporaryDirectory() as folder:
-        assert_clean(render_file(Path(folder), dump(mutate(AWS_EFA, *mutation))), {0, 2})
+        assert_clean(render_file(Path(folder), dump(mutate(AWS_EFA, *mutation)), command="check"), {0, 2})
 
 
 MANIFESTS = [document for name in ("qwen-pd.yaml", "mooncake-dram.yaml")

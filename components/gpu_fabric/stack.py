@@ -47,7 +47,9 @@ def read_configuration() -> dict[str, Any]:
 def build_stack(name: str = "fabric") -> GpuFabric:
     """Validate the whole configuration, then register the fabric and export its entry points."""
     values = read_configuration()
-    config = load_config(values)  # every problem, with its path, before the first resource exists
+    # Every problem, with its path, before the first resource exists. The region comes from the
+    # stack's configuration only (aws:region), never the environment, so a render is hermetic.
+    config = load_config(values, aws_region=pulumi.Config("aws").get("region"))
     provider = kubernetes_provider(config.kubernetes)
     opts = pulumi.ResourceOptions(providers={"kubernetes": provider}) if provider else None
     fabric = GpuFabric(name, values, opts, validated=config)

@@ -16,6 +16,8 @@ Resources and type tokens:
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any, Collection, Literal, Mapping, Sequence
 
 from gpu_fabric.efa import EfaPlanError, PlannedInterface, plan_group
@@ -49,20 +51,53 @@ class NodeGroupInputError(ValueError):
 # -- checks -----------------------------------------------------------------------------------------
 
 
+def ami_architecture(ami_type: str) -> str | None:
+    """The EC2 architecture an EKS ``amiType`` runs on (``AL2023_ARM_64_NVIDIA`` -> ``arm64``)."""
+    if "ARM_64" in ami_type:
+        return "arm64"
+    if "x86_64" in ami_type:
+        return "x86_64"
+    return None
+
+
+# Pulumi auto-names a node group "<resource name>-<7 random hex>", and EKS takes at most 63 of
+# [A-Za-z0-9_-] (CreateNodegroup, nodegroupName), so the resource name keeps to 55 of them.
+_NODE_GROUP_RESOURCE_NAME_MAX = 63 - 8
+_NOT_EKS_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def node_group_resource_name(component_name: str) -> str:
+    """The node group's resource name, from which its EKS name is derived: ``<component>-ng``.
+
+    When that is too long for EKS or holds characters EKS refuses (a pool name may contain '.'),
+    a short, stable name takes its place: the start of the name and 8 hex digits of its SHA-256.
+    """
+    name = f"{component_name}-ng"
+    if len(name) <= _NODE_GROUP_RESOURCE_NAME_MAX and not _NOT_EKS_NAME.search(name):
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    stem = _NOT_EKS_NAME.sub("-", name)[: _NODE_GROUP_RESOURCE_NAME_MAX - 12].rstrip("-_")
+    return f"{stem}-{digest}-ng"
+
+
 def instance_type_findings(
     instance_types: Sequence[str],
     infos: Mapping[str, Mapping[str, Any]],
     *,
     availability_zone: str,
     offered_availability_zones: Mapping[str, Collection[str]] | None = None,
+    ami_type: str | None = None,
 ) -> list[str]:
     """Every reason the instance types cannot form one EFA node group in ``availability_zone``.
 
-    ``infos`` maps names to ``DescribeInstanceTypes`` items. ``offered_availability_zones`` maps an
+    Each finding starts with the field at fault (``instanceTypes:``, ``amiType:``,
+    ``availabilityZone:``). ``infos`` maps names to ``DescribeInstanceTypes`` items; with ``ami_type``
+    every type must run the AMI's architecture (``ProcessorInfo.SupportedArchitectures``). ``offered_availability_zones`` maps an
     instance type to the AZs that offer it (``DescribeInstanceTypeOfferings``); when given, a type
     not offered in the group's AZ is a finding.
     """
     findings = []
+    ami_arch = ami_architecture(ami_type) if ami_type else None
     for name in instance_types:
         info = infos.get(name)
         if info is None:
@@ -70,6 +105,9 @@ def instance_type_findings(
             continue
         if not (info.get("NetworkInfo") or {}).get("EfaSupported"):
             findings.append(f"instanceTypes: {name} does not support EFA (NetworkInfo.EfaSupported is false)")
+        supported = (info.get("ProcessorInfo") or {}).get("SupportedArchitectures") or []
+        if ami_arch and supported and ami_arch not in supported:
+            findings.append(f"amiType: {ami_type} is an {ami_arch} AMI but {name} runs {', '.join(supported)}")
         if offered_availability_zones is not None:
             offered = offered_availability_zones.get(name, ())
             if availability_zone not in offered:
@@ -110,6 +148,7 @@ def plan_node_group(
         infos,
         availability_zone=spec.availability_zone,
         offered_availability_zones=offered_availability_zones,
+        ami_type=spec.ami_type,
     )
     if spec.placement_group.mode in ("create", "domain"):
         findings.extend(cluster_placement_findings(spec.instance_types, infos, spec.placement_group.mode))

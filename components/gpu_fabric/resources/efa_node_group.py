@@ -22,6 +22,7 @@ from gpu_fabric.aws.node_group import (
     efa_self_ingress_rule_inputs,
     launch_template_inputs,
     node_group_inputs,
+    node_group_resource_name,
     node_labels,
     placement_group_inputs,
     plan_node_group,
@@ -187,7 +188,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
         )
 
         node_group = aws.eks.NodeGroup(
-            f"{name}-ng",
+            node_group_resource_name(name),  # "<name>-ng", or a short stable name EKS accepts
             **to_pulumi_kwargs(
                 node_group_inputs(
                     cluster_name=spec.cluster_name,

@@ -6,7 +6,7 @@ from typing import Any, Optional, TypedDict
 
 import pulumi
 
-from gpu_fabric.aws.node_group import plan_node_group
+from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
 from gpu_fabric.builders.gpustack import gpustack_manifests
 from gpu_fabric.catalog import InstanceCatalog, active_catalog
 from gpu_fabric.fabric_plan import device_manager_args, efa_plugin_args, topology_agent_args
@@ -136,6 +136,14 @@ def _eks_taints(taints: list[dict[str, str]]) -> list[dict[str, str]]:
     return [{**taint, "effect": eks_effect(taint["effect"])} for taint in taints]
 
 
+def _at_field(prefix: str, default: str, finding: str) -> tuple[str, str]:
+    """``"amiType: ..."`` -> ``("<prefix>.amiType", "...")``; other findings go to ``default``."""
+    field, colon, message = finding.partition(": ")
+    if colon and field.isidentifier():
+        return f"{prefix}.{field}", message
+    return f"{prefix}.{default}", finding
+
+
 def _check_node_groups(config: FabricConfig, catalog: InstanceCatalog) -> None:
     """Plan every EFA node group, and check that each pool's interface count is what the plan gives."""
     problems = []
@@ -144,6 +152,9 @@ def _check_node_groups(config: FabricConfig, catalog: InstanceCatalog) -> None:
             continue
         try:
             plan = plan_node_group(pool.aws, catalog.describe(pool.aws.instance_types))
+        except NodeGroupInputError as error:
+            problems.extend(_at_field(f"pools[{i}].aws", "instanceTypes", finding) for finding in error.problems)
+            continue
         except ValueError as error:
             problems.append((f"pools[{i}].aws.instanceTypes", str(error)))
             continue

@@ -56,8 +56,12 @@ def config_keys() -> list[str]:
     return [field.alias or name for name, field in FabricConfig.model_fields.items()]
 
 
-def load_config(values: Mapping[str, Any]) -> FabricConfig:
-    """Validate a whole configuration; raise one :class:`ConfigError` listing every problem."""
+def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) -> FabricConfig:
+    """Validate a whole configuration; raise one :class:`ConfigError` listing every problem.
+
+    ``aws_region`` is the AWS provider's region (``aws:region``), where the node groups are created;
+    when it (or ``kubernetes.eksCluster.region``) is known, every node group's AZ must lie in it.
+    """
     unusable = list(number_problems(dict(values)))
     if unusable:
         raise ConfigError(unusable)
@@ -66,6 +70,7 @@ def load_config(values: Mapping[str, Any]) -> FabricConfig:
     except ValidationError as error:
         raise ConfigError.from_validation_error(error) from None
     problems = list(_reference_problems(config))
+    problems.extend(_aws_target_problems(config, aws_region))
     if not problems:
         problems.extend(_coverage_problems(config))
         problems.extend(_topology_agent_problems(config))
@@ -75,9 +80,38 @@ def load_config(values: Mapping[str, Any]) -> FabricConfig:
     if not problems:
         # Domains read the transfer legs, so they are decided once the legs are admissible.
         problems.extend(_domain_problems(config))
+    if not problems:
+        # What a mandatory policy of the pack refuses from configuration alone, the stack refuses too.
+        from gpu_fabric.pack_verdicts import pack_problems
+
+        problems.extend(pack_problems(config))
     if problems:
         raise ConfigError(problems)
     return config
+
+
+def _aws_target_problems(config: FabricConfig, aws_region: Optional[str]) -> Iterable[tuple[str, str]]:
+    """Node groups join the cluster the Kubernetes objects go to, in the region they are created in."""
+    from gpu_fabric.syntax import region_of_zone
+
+    target = config.kubernetes.eks_cluster if config.kubernetes else None
+    if target is not None and target.region and aws_region and target.region != aws_region:
+        yield ("kubernetes.eksCluster.region",
+               f"{target.region} is not the AWS provider's region {aws_region} (aws:region), where the node groups are created")
+    region = (target.region if target is not None else None) or aws_region
+    clusters = {pool.aws.cluster_name for pool in config.pools if pool.aws is not None}
+    for i, pool in enumerate(config.pools):
+        if pool.aws is None:
+            continue
+        if target is not None and pool.aws.cluster_name != target.name:
+            yield (f"pools[{i}].aws.clusterName", f"the node group would join cluster {pool.aws.cluster_name} but the "
+                   f"Kubernetes objects go to cluster {target.name} (kubernetes.eksCluster.name)")
+        elif target is None and len(clusters) > 1:
+            yield (f"pools[{i}].aws.clusterName", f"node groups name several clusters ({', '.join(sorted(clusters))}); "
+                   "the stack's Kubernetes objects go to one cluster")
+        if region and region_of_zone(pool.aws.availability_zone) != region:
+            yield (f"pools[{i}].aws.availabilityZone",
+                   f"{pool.aws.availability_zone} is not in region {region}, where the node group is created")
 
 
 def _duplicates(names: Iterable[Any]) -> set[Any]:
