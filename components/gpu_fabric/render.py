@@ -8,12 +8,14 @@ few data-source calls a stack makes with offline values. ``gpu-fabric render`` w
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
+import os
 import runpy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 
 STACK_PROGRAM = Path("stacks") / "__main__.py"
@@ -141,7 +143,29 @@ def render_stack(
     project_dir = Path(project_dir)
     values = config if config is not None else load_stack_config(project_dir, stack)
     run = program or (lambda: runpy.run_path(str(project_dir / STACK_PROGRAM), run_name="__main__"))
-    return contextvars.Context().run(_render_in_fresh_context, stack, values, run)
+    with hermetic_environment():
+        return contextvars.Context().run(_render_in_fresh_context, stack, values, run)
+
+
+# Provider SDKs fill unset inputs from these (pulumi-kubernetes: KUBECONFIG, PULUMI_K8S_*; pulumi-aws:
+# AWS_REGION for aws.config.region), so a render would change with the shell it runs in.
+_AMBIENT_PREFIXES = ("PULUMI_K8S_", "KUBECONFIG", "KUBERNETES_", "AWS_")
+
+
+@contextlib.contextmanager
+def hermetic_environment() -> Iterator[None]:
+    """Hide the environment variables that providers read for defaults while a render runs.
+
+    What a render produces depends on the stack's configuration alone: the same stack file gives
+    a byte-identical ``resources.json`` in any shell.
+    """
+    hidden = {key: value for key, value in os.environ.items() if key.startswith(_AMBIENT_PREFIXES)}
+    for key in hidden:
+        del os.environ[key]
+    try:
+        yield
+    finally:
+        os.environ.update(hidden)
 
 
 def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callable[[], Any]) -> RenderResult:

@@ -77,21 +77,21 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
     return size
 
 
-def _non_json_values(value: Any, location: list[Any]) -> Iterable[str]:
-    """Every value the engine could not carry as JSON, by path."""
+def _non_json_values(value: Any, location: list[Any], finite_only: bool = True) -> Iterable[str]:
+    """Every value the engine could not carry as JSON, by path (NaN and infinities unless ``finite_only`` is off)."""
     if value is None or isinstance(value, (str, bool, int)):
         return
     if isinstance(value, float):
-        if not math.isfinite(value):
+        if finite_only and not math.isfinite(value):
             yield f"{format_path(location)}: {value!r} is not a finite number"
         return
     if isinstance(value, dict):
         for key, item in value.items():
-            yield from _non_json_values(item, [*location, key])
+            yield from _non_json_values(item, [*location, key], finite_only)
         return
     if isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _non_json_values(item, [*location, index])
+            yield from _non_json_values(item, [*location, index], finite_only)
         return
     kind = {"date": "a date", "datetime": "a date", "bytes": "binary data", "set": "a set"}.get(type(value).__name__,
                                                                                            type(value).__name__)
@@ -101,6 +101,15 @@ def _non_json_values(value: Any, location: list[Any]) -> Iterable[str]:
 
 def parse_yaml(text: str, *, max_nodes: int = MAX_EXPANDED_NODES) -> list[Any]:
     """Every document of ``text`` as plain JSON-compatible data; ``ValueError`` on anything else."""
+    return [document for _, document in parse_yaml_documents(text, max_nodes=max_nodes)]
+
+
+def parse_yaml_documents(text: str, *, max_nodes: int = MAX_EXPANDED_NODES,
+                         finite_only: bool = True) -> list[tuple[int, Any]]:
+    """``(first line, document)`` for every document of ``text``, read as strictly as :func:`parse_yaml`.
+
+    ``finite_only=False`` keeps ``.inf``/``.nan`` (a linter reports them as findings of the object).
+    """
     loader = _StrictLoader(text)
     documents = []
     try:
@@ -108,7 +117,7 @@ def parse_yaml(text: str, *, max_nodes: int = MAX_EXPANDED_NODES) -> list[Any]:
             node = loader.get_node()
             if _expanded_size(node, {}, max_nodes) > max_nodes:
                 raise _LoadProblem(f"YAML aliases expand to more than {max_nodes} values (an alias bomb?)")
-            documents.append(loader.construct_document(node))
+            documents.append((node.start_mark.line + 1, loader.construct_document(node)))
     except _LoadProblem as problem:
         raise ValueError(str(problem)) from None
     except yaml.MarkedYAMLError as error:
@@ -119,7 +128,7 @@ def parse_yaml(text: str, *, max_nodes: int = MAX_EXPANDED_NODES) -> list[Any]:
         raise ValueError(f"not valid YAML: {error}") from None
     finally:
         loader.dispose()
-    problems = [problem for document in documents for problem in _non_json_values(document, [])]
+    problems = [problem for _, document in documents for problem in _non_json_values(document, [], finite_only)]
     if problems:
         raise ValueError("; ".join(problems))
     return documents

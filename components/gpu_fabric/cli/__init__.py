@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -60,7 +61,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gpu-fabric`` console script; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.func(args))
+    try:
+        code = int(args.func(args))
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # The reader went away (``gpu-fabric check | head``): stop quietly. Python would otherwise
+        # print a traceback, and again at exit when it flushes stdout, so point stdout at /dev/null
+        # (the recipe of Python's signal module docs, "Note on SIGPIPE").
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FINDINGS
+    except KeyboardInterrupt:
+        print("gpu-fabric: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through the console script

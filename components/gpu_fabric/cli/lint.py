@@ -12,8 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from gpu_fabric.operator_schema import is_namespaced
 from gpu_fabric.transfer import TransferReport, analyze, is_gpustack_object
@@ -27,36 +25,102 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def read_manifests(paths: list[Path]) -> list[dict[str, Any]]:
-    """Every mapping document of every file; ``List`` objects are unpacked."""
-    manifests: list[dict[str, Any]] = []
+class ManifestError(ValueError):
+    """A file cannot be linted: unreadable, not YAML, or a document that is not a Kubernetes object."""
+
+
+def _documents(path: Path) -> list[tuple[int, Any]]:
+    from gpu_fabric.stack_file import decode_text, parse_yaml_documents
+
+    if path.is_dir():
+        raise ManifestError(f"{path}: is a folder; name the files (for example {path}/*.yaml)")
+    try:
+        return parse_yaml_documents(decode_text(path.read_bytes()), finite_only=False)
+    except OSError as error:
+        raise ManifestError(f"{path}: cannot read: {error.strerror}") from None
+    except ValueError as error:
+        raise ManifestError(f"{path}: {error}") from None
+
+
+def _objects(path: Path, line: int, document: Any) -> list[dict[str, Any]]:
+    """The Kubernetes objects one document holds: itself, or the items of a ``List`` / top-level list."""
+    where = f"{path}: document at line {line}"
+    if document is None:
+        return []
+    items: list[Any]
+    if isinstance(document, list):
+        items = document  # linted item by item, as a kind: List is
+    elif isinstance(document, dict) and isinstance(document.get("kind"), str) and document["kind"].endswith("List") \
+            and "items" in document:
+        if not isinstance(document["items"], list):
+            raise ManifestError(f"{where}: {document['kind']}.items is not a list")
+        items = document["items"]
+    else:
+        items = [document]
+    objects = []
+    for index, item in enumerate(items):
+        label = where if item is document else f"{where}, item {index}"
+        if not isinstance(item, dict):
+            raise ManifestError(f"{label}: not a Kubernetes object (a mapping with apiVersion and kind), but {_kind(item)}")
+        for field in ("apiVersion", "kind"):
+            if not isinstance(item.get(field), str) or not item[field]:
+                raise ManifestError(f"{label}: {field} is missing or not a string")
+        for field in ("metadata", "spec"):
+            if field in item and not isinstance(item[field], dict):
+                raise ManifestError(f"{label}: {item['kind']} {field} must be a mapping, not {_kind(item[field])}")
+        objects.append(item)
+    return objects
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), f"a {type(value).__name__}")
+
+
+def _identity(manifest: dict[str, Any]) -> tuple[str, str, str, str]:
+    group = manifest["apiVersion"].rpartition("/")[0]
+    metadata = manifest.get("metadata") or {}
+    return group, manifest["kind"], str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+
+
+def read_manifests(paths: list[Path]) -> list[tuple[dict[str, Any], str]]:
+    """``(object, file)`` for every Kubernetes object of every file; ``ManifestError`` names each problem.
+
+    ``List`` objects and top-level lists are unpacked; the same object (group, kind, namespace,
+    name) declared twice is refused, since only one of the two could exist in the cluster.
+    """
+    found: list[tuple[dict[str, Any], str]] = []
+    first_seen: dict[tuple[str, str, str, str], str] = {}
+    problems: list[str] = []
     for path in paths:
-        for document in yaml.safe_load_all(path.read_text()):
-            if isinstance(document, dict) and document.get("kind", "").endswith("List") and "items" in document:
-                manifests.extend(item for item in document["items"] if isinstance(item, dict))
-            elif isinstance(document, dict):
-                manifests.append(document)
-    return manifests
+        try:
+            for line, document in _documents(path):
+                for manifest in _objects(path, line, document):
+                    identity = _identity(manifest)
+                    if identity[3] and identity in first_seen:
+                        problems.append(f"{path}: {_object_ref(manifest)} is declared twice (also in {first_seen[identity]})")
+                        continue
+                    first_seen[identity] = str(path)
+                    found.append((manifest, str(path)))
+        except ManifestError as error:
+            problems.append(str(error))
+    if problems:
+        raise ManifestError("\n".join(problems))
+    return found
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print findings and grants; exit 1 when the operator would refuse anything."""
-    manifests: list[dict[str, Any]] = []
-    sources: dict[str, str] = {}
+    """Print findings and grants; exit 1 when the operator would refuse anything, 2 for unreadable input."""
     try:
-        for path in args.files:
-            for manifest in read_manifests([path]):
-                manifests.append(manifest)
-                sources.setdefault(_object_ref(manifest), str(path))
-    except OSError as error:
-        print(f"gpu-fabric lint: cannot read {error.filename}: {error.strerror}", file=sys.stderr)
+        read = read_manifests(args.files)
+    except ManifestError as error:
+        for line in str(error).splitlines():
+            print(f"gpu-fabric lint: {line}", file=sys.stderr)
         return EXIT_USAGE
-    except yaml.YAMLError as error:
-        print(f"gpu-fabric lint: not valid YAML: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    read = sum(1 for m in manifests if is_gpustack_object(m))
+    manifests = [manifest for manifest, _ in read]
+    sources = {_object_ref(manifest): source for manifest, source in read}
+    gpustack = sum(1 for m in manifests if is_gpustack_object(m))
     report = analyze(manifests)
-    print(format_report(report, read, len(manifests) - read, sources))
+    print(format_report(report, gpustack, len(manifests) - gpustack, sources))
     return EXIT_FINDINGS if report.errors else EXIT_OK
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,8 @@ def selected_stacks(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Render, write, print the summary; exit 2 on a bad configuration."""
+    from gpu_fabric.render_output import OutputError
+
     stacks = selected_stacks(args)
     if args.out and len(stacks) != 1:
         print("gpu-fabric render: --out needs exactly one --stack", file=sys.stderr)
@@ -50,7 +51,11 @@ def run(args: argparse.Namespace) -> int:
         if result is None:
             return EXIT_USAGE
         out = args.out or args.project / "out" / stack
-        write_render(result, out)
+        try:
+            write_render(result, out)
+        except (OutputError, OSError) as error:
+            print(f"gpu-fabric render: stack {stack}: cannot write {out}: {error}", file=sys.stderr)
+            return EXIT_USAGE
         print(summary(result, out))
     return EXIT_OK
 
@@ -89,29 +94,34 @@ def _sorted(value: Any, top: bool = False) -> Any:
     return value
 
 
-def manifest_path(manifest: dict[str, Any]) -> Path:
-    """``<namespace or _cluster>/<kind>-<name>.yaml`` (lowercase kind)."""
+def manifest_path(manifest: dict[str, Any]) -> str:
+    """``<namespace or _cluster>/<kind>-<name>.yaml`` (lowercase kind), relative to ``k8s/``."""
     metadata = manifest.get("metadata") or {}
     scope = metadata.get("namespace") or "_cluster"
-    return Path(scope) / f"{manifest['kind'].lower()}-{metadata.get('name', 'unnamed')}.yaml"
+    return f"{scope}/{str(manifest['kind']).lower()}-{metadata.get('name', 'unnamed')}.yaml"
 
 
-def write_render(result, out: Path) -> None:
-    """Write every Kubernetes object and ``resources.json``; the previous render's files are replaced."""
-    manifests_root = out / MANIFEST_DIR
-    if manifests_root.exists():
-        shutil.rmtree(manifests_root)
-    manifests_root.mkdir(parents=True)
-    for resource in result.resources:
-        if resource.is_kubernetes_object:
-            path = manifests_root / manifest_path(resource.inputs)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(manifest_text(resource.inputs))
+def rendered_files(result) -> dict[str, str]:
+    """Every file a render writes (path relative to ``--out`` -> text): the manifests and ``resources.json``."""
+    files = {f"{MANIFEST_DIR}/{manifest_path(r.inputs)}": manifest_text(r.inputs)
+             for r in result.resources if r.is_kubernetes_object}
     listing = [
         {"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent, "custom": r.custom, "inputs": r.inputs}
         for r in result.resources
     ]
-    (out / RESOURCES_FILE).write_text(json.dumps(listing, indent=2, sort_keys=True) + "\n")
+    files[RESOURCES_FILE] = json.dumps(listing, indent=2, sort_keys=True) + "\n"
+    return files
+
+
+def write_render(result, out: Path) -> None:
+    """Write the render under ``out``; the previous render's files are replaced, nobody else's touched.
+
+    Raises :class:`gpu_fabric.render_output.OutputError` (before writing anything) when a file is in
+    the way that gpu-fabric did not write, or a name would place a file outside ``out``.
+    """
+    from gpu_fabric.render_output import write_output
+
+    write_output(out, rendered_files(result))
 
 
 def summary(result, out: Path) -> str:
