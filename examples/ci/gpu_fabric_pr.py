@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Pull-request comments for the gpu-fabric stacks a change touches (the CI workflows' logic).
+
+    python gpu_fabric_pr.py changed-stacks --base origin/main [--project .]
+    python gpu_fabric_pr.py offline --base origin/main --out comments/ [--project .] [--stack NAME ...]
+    python gpu_fabric_pr.py preview --base origin/main --out comments/ [--project .] [--policy-pack policy]
+
+``offline`` (no cloud credentials) runs ``gpu-fabric check`` and ``gpu-fabric diff --markdown``
+for each changed stack; ``preview`` (credentials) runs ``pulumi preview --json --policy-pack`` and
+renders it with ``gpu-fabric diff --from-preview-json --markdown``. Each writes one comment per
+stack, ``<out>/<stack>.md``, whose first line is the stack's hidden marker; the workflow's last
+step posts each file or edits the comment that already carries its marker. Exit 1 when a check
+or a preview refused the change or a diff could not run (the comments are written first), 2 on
+bad arguments. Everything but the posting runs offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+# A change to any of these (relative to the project folder) can change every stack's resources.
+PROGRAM_PATTERNS: tuple[str, ...] = (
+    "Pulumi.yaml", "stacks/*.py", "requirements*.txt", "pyproject.toml",
+    "components/*", "policy/*",
+)
+STACK_FILE = "stacks/Pulumi.{}.yaml"
+CHECK_OUTPUT_LIMIT = 4_000
+COMMENT_LIMIT = 65_536
+
+
+class CiError(Exception):
+    """A problem the job must report and stop on (bad ref, no history)."""
+
+
+def _run(command: Sequence[str], cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    return subprocess.run(list(command), cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def _git(project: Path, *args: str) -> str:
+    result = _run(["git", "-C", str(project), *args])
+    if result.returncode != 0:
+        raise CiError(f"git {' '.join(args)}: {result.stderr.strip() or 'failed'}")
+    return result.stdout
+
+
+def _tool(name: str) -> list[str]:
+    """The command for ``gpu-fabric`` or ``pulumi``; ``GPU_FABRIC`` / ``PULUMI`` override it."""
+    override = os.environ.get(name.upper().replace("-", "_"))
+    return override.split() if override else [name]
+
+
+def stacks_in(project: Path) -> list[str]:
+    """Stacks of the working tree (``stacks/Pulumi.<stack>.yaml``)."""
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (project / "stacks").glob("Pulumi.*.yaml"))
+
+
+def changed_files(project: Path, base: str) -> list[str]:
+    """Files changed between the merge base of ``base`` and HEAD, relative to the project folder."""
+    prefix = _git(project, "rev-parse", "--show-prefix").strip()
+    try:
+        names = _git(project, "diff", "--name-only", f"{base}...HEAD", "--", ".").splitlines()
+    except CiError as error:
+        raise CiError(f"cannot compare with {base!r} (check out with fetch-depth: 0): {error}") from None
+    return [name[len(prefix):] for name in names if name.startswith(prefix)]
+
+
+def changed_stacks(project: Path, base: str) -> list[str]:
+    """Stacks whose file changed, or every stack when the program, the pins or the package changed."""
+    files = changed_files(project, base)
+    existing = stacks_in(project)
+    if any(fnmatch.fnmatch(name, pattern) for name in files for pattern in PROGRAM_PATTERNS):
+        return existing
+    touched = {name[len("stacks/Pulumi."):-len(".yaml")] for name in files
+               if name.startswith("stacks/Pulumi.") and name.endswith(".yaml")}
+    return [stack for stack in existing if stack in touched]
+
+
+def _marker(stack: str) -> str:
+    from gpu_fabric.diff.markdown import marker
+
+    return marker(stack)
+
+
+def _fenced(text: str, limit: int = CHECK_OUTPUT_LIMIT) -> str:
+    text = text.strip().replace("```", "'''")
+    if len(text) > limit:
+        text = text[:limit] + f"\n… {len(text) - limit} more characters (see the job log)"
+    return f"```\n{text}\n```"
+
+
+def compose(stack: str, diff: subprocess.CompletedProcess, extra: str = "") -> str:
+    """The comment: the diff's Markdown (or why it could not run), then ``extra``; within GitHub's limit."""
+    marker = _marker(stack)
+    if diff.returncode in (0, 2) and diff.stdout.startswith(marker):
+        body = diff.stdout.rstrip("\n") + "\n"
+    else:
+        reason = (diff.stderr.strip().splitlines() or ["no output"])[-1]
+        body = (f"{marker}\n### gpu-fabric diff: stack `{stack}`\n\n"
+                f"**The diff could not be computed:** {reason.replace('`', chr(39))}\n")
+    body += extra
+    if len(body) > COMMENT_LIMIT:  # the diff keeps itself under 60,000; the extra is capped
+        raise CiError(f"stack {stack}: comment of {len(body)} characters exceeds {COMMENT_LIMIT}")
+    return body
+
+
+def check_section(check: subprocess.CompletedProcess) -> str:
+    """``gpu-fabric check``'s verdict, its report folded."""
+    verdict = {0: "passed", 1: "**refused** (mandatory policy violations)"}.get(check.returncode, "**could not run**")
+    output = (check.stdout + check.stderr).strip()
+    return (f"\n#### gpu-fabric check: {verdict}\n\n<details><summary>Report</summary>\n\n"
+            f"{_fenced(output)}\n</details>\n")
+
+
+def write_comment(out: Path, stack: str, body: str) -> Path:
+    """``<out>/<stack>.md``; also appended to the job summary when ``GITHUB_STEP_SUMMARY`` is set."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{stack}.md"
+    path.write_text(body)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a") as handle:
+            handle.write(body + "\n")
+    return path
+
+
+def offline(project: Path, base: str, out: Path, stacks: list[str]) -> int:
+    """Check and diff each stack without credentials; 1 when any check refuses or any diff fails."""
+    failed = False
+    for stack in stacks:
+        check = _run([*_tool("gpu-fabric"), "check", "--stack", stack, "--project", str(project)])
+        diff = _run([*_tool("gpu-fabric"), "diff", "--base", base, "--stack", stack, "--project", str(project), "--markdown"])
+        write_comment(out, stack, compose(stack, diff, check_section(check)))
+        failed = failed or check.returncode != 0 or diff.returncode != 0
+        print(f"{stack}: check exit {check.returncode}, diff exit {diff.returncode} -> {out / (stack + '.md')}")
+    return 1 if failed else 0
+
+
+def preview(project: Path, out: Path, stacks: list[str], policy_pack: str) -> int:
+    """``pulumi preview --json`` each stack (credentials needed), rendered by gpu-fabric; 1 on refusal."""
+    failed = False
+    out.mkdir(parents=True, exist_ok=True)
+    for stack in stacks:
+        run = _run([*_tool("pulumi"), "preview", "--stack", stack, "--cwd", str(project), "--json",
+                    "--policy-pack", policy_pack, "--non-interactive"])
+        digest = out / f"{stack}.preview.json"
+        digest.write_text(run.stdout)
+        diff = _run([*_tool("gpu-fabric"), "diff", "--from-preview-json", str(digest), "--stack", stack, "--markdown"])
+        extra = ""
+        if run.returncode != 0:
+            extra = (f"\n#### pulumi preview: **failed** (exit {run.returncode})\n\n<details><summary>stderr</summary>\n\n"
+                     f"{_fenced(run.stderr)}\n</details>\n")
+        write_comment(out, stack, compose(stack, diff, extra))
+        failed = failed or run.returncode != 0 or diff.returncode != 0
+        print(f"{stack}: pulumi preview exit {run.returncode}, render exit {diff.returncode} -> {out / (stack + '.md')}")
+    return 1 if failed else 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point; see the module docstring."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("changed-stacks", "offline", "preview"):
+        command = sub.add_parser(name)
+        command.add_argument("--base", required=name != "preview", help="base ref, e.g. origin/main")
+        command.add_argument("--project", type=Path, default=Path("."), help="the Pulumi project folder")
+        if name != "changed-stacks":
+            command.add_argument("--out", type=Path, required=True, help="folder for <stack>.md comments")
+            command.add_argument("--stack", action="append", dest="stacks", help="these stacks instead of the changed ones")
+        if name == "preview":
+            command.add_argument("--policy-pack", default="policy", help="policy pack folder (default policy)")
+    args = parser.parse_args(argv)
+    try:
+        stacks = getattr(args, "stacks", None) or (changed_stacks(args.project, args.base) if args.base else stacks_in(args.project))
+        if args.command == "changed-stacks":
+            print("\n".join(stacks))
+            return 0
+        if not stacks:
+            print("no stack changed: nothing to comment")
+            return 0
+        if args.command == "offline":
+            return offline(args.project, args.base, args.out, stacks)
+        return preview(args.project, args.out, stacks, args.policy_pack)
+    except CiError as error:
+        print(f"gpu_fabric_pr: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
