@@ -307,3 +307,21 @@ def test_a_hand_composed_agent_counts_as_delivery() -> None:
     values["pools"][0].pop("topologyAgent")
     agent = k8s(objects(with_topology(None))["DaemonSet"])
     assert_no_violations(fabric_pool_topology_delivered, [*stack_of(values), agent])
+
+
+def test_the_component_outputs_name_its_daemonset() -> None:
+    import pulumi
+
+    from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent
+
+    seen: dict[str, str] = {}
+
+    def program() -> None:
+        agent = KubeletTopologyAgent("agent", {"pool": {"name": A10G, "labels": {"gpu": "a10g"}}, "namespace": "node-agents"})
+        pulumi.Output.all(agent.daemonset_name, agent.namespace, agent.settings_digest).apply(
+            lambda values: seen.update(name=values[0], namespace=values[1], digest=values[2]))
+
+    result = render_stack("test", config={}, program=program)
+    (daemonset,) = [m for m in result.kubernetes_objects() if m["kind"] == "DaemonSet"]
+    assert seen == {"name": daemonset["metadata"]["name"], "namespace": "node-agents",
+                    "digest": daemonset["spec"]["template"]["metadata"]["annotations"][DIGEST_ANNOTATION]}

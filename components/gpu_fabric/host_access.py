@@ -104,7 +104,7 @@ def host_access_findings(manifests: Iterable[tuple[str, Mapping[str, Any], Mappi
 
     ``manifests`` are ``(label, workload manifest, its pod spec)``; the label is what messages name.
     """
-    findings = []
+    findings: list[tuple[str, str]] = []
     for label, manifest, pod_spec in manifests:
         if is_topology_agent(manifest):
             findings.extend((label, f"kubelet topology agent exceeds the host access it needs: {item}")

@@ -6,7 +6,7 @@ rule) and stays within the host access the agent needs (:mod:`gpu_fabric.host_ac
 registers the objects with their manifests passed through verbatim.
 """
 
-from typing import Any, Mapping, Optional, TypedDict
+from typing import Any, Mapping, Optional, TypedDict, cast
 
 import pulumi
 import pulumi_kubernetes as kubernetes
@@ -126,16 +126,18 @@ class KubeletTopologyAgent(pulumi.ComponentResource):
             raise ValueError(f"KubeletTopologyAgent {name!r}: host access beyond what the agent needs: {'; '.join(excess)}")
 
         super().__init__("gpu-fabric:index:KubeletTopologyAgent", name, {}, opts)
-        registered = {}
+        registered: list[pulumi.Resource] = []
         for manifest in manifests:
             kind = manifest["kind"]
             # The DaemonSet needs its ConfigMap, account and permissions to exist first.
-            depends = list(registered.values()) if kind == "DaemonSet" else []
-            registered[kind] = _register(f"{name}-{kind.lower()}", manifest,
-                                         pulumi.ResourceOptions(parent=self, depends_on=depends or None))
-        registered_daemonset = registered["DaemonSet"]
-        self.daemonset_name = registered_daemonset.metadata.apply(lambda metadata: metadata.name)
-        self.namespace = registered_daemonset.metadata.apply(lambda metadata: metadata.namespace)
+            depends = list(registered) if kind == "DaemonSet" else []
+            registered.append(_register(f"{name}-{kind.lower()}", manifest,
+                                        pulumi.ResourceOptions(parent=self, depends_on=depends or None)))
+        # The builder's names, resolved once the DaemonSet exists (so a reader depends on it).
+        created = cast(pulumi.CustomResource, registered[-1]).id
+        ds_name, ds_namespace = str(daemonset["metadata"]["name"]), str(daemonset["metadata"]["namespace"])
+        self.daemonset_name = created.apply(lambda _: ds_name)
+        self.namespace = created.apply(lambda _: ds_namespace)
         self.settings_digest = pulumi.Output.from_input(
             daemonset["spec"]["template"]["metadata"]["annotations"]["gpu-fabric.io/settings-digest"])
         self.register_outputs({"daemonset_name": self.daemonset_name, "namespace": self.namespace,
