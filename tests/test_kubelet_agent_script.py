@@ -301,6 +301,8 @@ def test_a_later_dropin_that_overrides_ours_is_reported_without_restart_loops(tm
     (None, "no kubelet process"),
     (["/usr/bin/kubelet", "--kubeconfig=/etc/kubernetes/kubelet.conf"], "runs without --config"),
     (["/usr/bin/kubelet", "--config", "/opt/kubelet/config.yaml"], "outside the host directories mounted"),
+    (["/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml", "--topology-manager-policy=none"],
+     "sets --topology-manager-policy on its command line, which overrides every config file"),
 ])
 def test_unidentifiable_kubelet_means_no_write_and_a_clear_message(tmp_path: Path, writes: list[Path], argv, expected) -> None:
     fake = make_host(tmp_path)

@@ -7,6 +7,15 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .errors import AgentError
 
+# The kubelet flags of the topology keys (kubelet --help; deprecated in favour of --config, still honoured).
+TOPOLOGY_FLAGS = (
+    "topology-manager-policy",
+    "topology-manager-scope",
+    "topology-manager-policy-options",
+    "cpu-manager-policy",
+    "cpu-manager-policy-options",
+    "reserved-cpus",
+)
 CPU_MANAGER_STATE_FILE = "cpu_manager_state"
 DEFAULT_ROOT_DIR = "/var/lib/kubelet"
 
@@ -24,6 +33,8 @@ class KubeletProcess:
     root_dir: str
     tls_cert_file: Optional[str]
     cert_dir: str
+    topology_flags: Tuple[str, ...] = ()
+    """Command-line flags that set topology settings; flags win over every config file."""
 
 
 def parse_flags(argv: Sequence[str]) -> Dict[str, str]:
@@ -84,6 +95,7 @@ def find_kubelet(proc: Path) -> KubeletProcess:
         root_dir=root_dir,
         tls_cert_file=flags.get("tls-cert-file") or None,
         cert_dir=flags.get("cert-dir") or os.path.join(root_dir, "pki"),
+        topology_flags=tuple(sorted(f"--{name}" for name in TOPOLOGY_FLAGS if name in flags)),
     )
 
 

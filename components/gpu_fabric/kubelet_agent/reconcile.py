@@ -36,6 +36,10 @@ class Plan:
 
 def make_plan(kubelet: KubeletProcess, files: HostFiles, dropin_name: str, dropin: bytes, desired: Dict[str, Any]) -> Plan:
     """Decide where the settings go on this node and whether the file must change."""
+    if kubelet.topology_flags:
+        raise AgentError(
+            f"the kubelet (pid {kubelet.pid}) sets {', '.join(kubelet.topology_flags)} on its command line, which overrides "
+            "every config file; remove the flag from its unit, then the agent applies the pool's settings; nothing was changed")
     if kubelet.config_dir:
         host_path = os.path.join(kubelet.config_dir, dropin_name)
         target = files.path(host_path)
@@ -181,7 +185,8 @@ class Agent:
             return Status(True, "the kubelet reports the pool's topology settings", changed)
         return Status(False, (
             f"the kubelet's files hold the pool's settings but /configz shows {differing}: another configuration "
-            "source (a later drop-in file or a command-line flag) overrides them; not restarting again"), changed)
+            "source overrides them (a later drop-in file, or a key of the main config file that a drop-in cannot unset); "
+            "not restarting again"), changed)
 
 
 def _marker_pid(marker: Path) -> Optional[int]:
