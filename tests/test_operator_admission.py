@@ -443,3 +443,38 @@ def test_configuration_elastic_profile_reaches_the_manifest_and_its_rules():
     assert dict(refused.value.problems) == {
         "modelDeployments[0].roles[0].replicas":
             "the elastic-EP profile is one serving instance; width, not replicas, sizes the collective"}
+
+
+# ---- the same table, end to end: manifests through analyze(), which lint and the pack run --------------------
+
+_PROTOCOL_ENUM = {"tcp": "TCP", "rdma": "RDMA", "efa": "EFA"}
+
+
+@pytest.mark.parametrize("name, store, direct, count, want, want_error", [
+    ("store RDMA shared", ["rdma"], "", 1, RDMA_SHARED_KEY, None),
+    ("store RDMA exclusive", ["rdma"], "", 2, RDMA_EXCLUSIVE_KEY, None),
+    ("pure direct EFA", [], "efa", 2, EFA_KEY, None),
+    ("same fabric once", ["efa"], "efa", 1, EFA_KEY, None),
+    ("TCP group with direct fabric", ["tcp"], "rdma", 1, RDMA_SHARED_KEY, None),
+    ("mixed groups", ["tcp", "rdma"], "rdma", 1, None, "cache member groups use conflicting protocols: tcp, rdma"),
+    ("mixed legs", ["rdma"], "efa", 1, None, "cache and direct-transfer legs use rdma and efa"),
+    ("no fabric", ["tcp"], "tcp", 1, None, MSG_NO_FABRIC_LEG),
+])
+def test_model_deployment_interface_resource_through_manifests(name, store, direct, count, want, want_error):
+    """TestModelDeploymentInterfaceResource rows as manifests: a backend whose groups carry ``store``, a routed
+    vLLM prefill/decode pair on an NVIDIA pool declaring ``direct`` (no router when there is no direct leg)."""
+    objects = []
+    deployment = prefill_decode(interface=str(count), protocol=_PROTOCOL_ENUM.get(direct),
+                                router="llm-d-router" if direct else None,
+                                kinds=("Prefill", "Decode") if direct else ("Server",),
+                                kv_cache="shared" if store else None)
+    objects.append(deployment)
+    if store:
+        objects += cache_objects(kv_backend(groups=tuple(_PROTOCOL_ENUM[p] for p in store)))
+    report = analyze(objects)
+    interface_errors = [f.message for f in report.errors if f.path.endswith("resources.interface")]
+    if want_error:
+        assert want_error in interface_errors
+    else:
+        assert report.ok, report.errors
+        assert {next(iter(g.resources)) for g in report.role_grants} == {want}
