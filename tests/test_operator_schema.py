@@ -242,3 +242,46 @@ def test_both_api_versions_are_selectable():
     assert {m["apiVersion"] for m in gpustack_manifests(load_config(values))} == {"worker.gpustack.ai/v1"}
     values["gpustackApiVersion"] = "v2"
     assert "gpustackApiVersion" in config_problems(values)
+
+
+def test_every_field_the_configuration_model_writes_is_a_field_of_the_operators_schema():
+    """A maximal object of each kind, every optional field set, renders with nothing the API server would prune."""
+    from gpu_fabric.builders.gpustack import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding, model_deployment
+    from gpu_fabric.spec.gpustack import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec, ModelDeploymentSpec
+
+    member = {"nodeSelector": {"kvcache": "true"}, "medium": "DRAM", "capacityPerMember": "1Gi", "localBufferSize": "1Gi",
+              "extraArgs": ["k=v"], "extraEnv": [{"name": "A", "value": "b"}], "image": "mc:1", "transport": {"protocol": "RDMA"},
+              "fabricInterfaceCount": 2, "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}},
+              "hostPaths": [{"path": "/var/x", "mountPath": "/x", "type": "Directory", "readOnly": True}],
+              "runtimeClassName": "nvidia", "localDisks": [{"path": "/var/kv", "capacity": "10Gi"}]}
+    backend = KVCacheBackendSpec.model_validate({
+        "name": "b", "type": "Mooncake", "image": "mc:1", "imagePullPolicy": "Always", "imagePullSecrets": [{"name": "s"}],
+        "transport": {"protocol": "EFA"},
+        "connection": {"managed": {"leader": {"replicas": 2, "allocationStrategy": "Random", "multiTenancy": True,
+                                              "extraArgs": ["a"], "extraEnv": [{"name": "A", "value": "b"}],
+                                              "highAvailability": {"memberAddressing": "Lease"}},
+                                   "members": [member], "scaleIn": {"gracePeriodSeconds": 30}}}})
+    role = {"name": "a", "kind": "Prefill", "replicas": 1, "size": 1, "instanceType": "t",
+            "resources": {"accelerator": 1, "acceleratorSlicedMemoryPercentage": 5, "acceleratorSlicedCoresPercentage": 5,
+                          "acceleratorPartitionedProfile": "p", "interface": 1},
+            "image": "i", "imagePullPolicy": "Always", "imagePullSecrets": [{"name": "s"}], "command": ["c"],
+            "extraArgs": ["e"], "env": [{"name": "A", "value": "b"}], "ports": [{"port": 80, "protocol": "TCP"}],
+            "shmSize": "1Gi", "privileged": True, "topology": {"requiredLevel": "x"}, "terminationGracePeriodSeconds": 30,
+            "additionalVolumes": [{"mountPath": "/a", "readOnly": True, "subPath": "x", "configMap": {"name": "c"}},
+                                  {"mountPath": "/s", "secret": {"name": "token"}},
+                                  {"mountPath": "/b", "hostPath": {"path": "/h", "type": "Directory"}}],
+            "elasticEp": {"width": 2}}
+    deployment = ModelDeploymentSpec.model_validate({
+        "name": "m", "namespace": "n", "model": {"name": "x", "artifactRef": {"name": "a"}},
+        "engine": {"name": "vLLM", "version": "0.29.0"},
+        "router": {"name": "llm-d-router", "replicas": 2, "image": "r", "imagePullPolicy": "Always",
+                   "imagePullSecrets": [{"name": "s"}], "extraArgs": ["--x"], "requestTimeoutSeconds": 3,
+                   "disaggregationThresholdTokens": 5},
+        "kvTransfer": {"protocol": "EFA"}, "kvCache": {"poolRef": {"name": "p"}, "connector": "Mooncake"}, "roles": [role]})
+    pool = KVCachePoolSpec.model_validate({"name": "p", "backends": ["b"], "quota": {"total": "1Ti"}})
+    binding = KVCachePoolBindingSpec.model_validate({"name": "p", "namespace": "n", "poolRef": {"name": "p"},
+                                                     "quota": {"ceiling": "8Gi"},
+                                                     "domain": {"name": "d", "blockSize": 16, "dtype": "bfloat16"}})
+    manifests = [model_deployment(deployment), kv_cache_backend(backend), kv_cache_pool(pool), kv_cache_pool_binding(binding)]
+    assert validate_objects(manifests) == []
+    assert manifests[0]["spec"]["roles"][0]["additionalVolumes"][1] == {"mountPath": "/s", "secret": {"name": "token"}}

@@ -39,6 +39,12 @@ class NamedRef(SpecModel):
     name: str
 
 
+class LocalObjectRef(SpecModel):
+    """A reference to an object in the deployment's namespace (ConfigMap, Secret, pull secret)."""
+
+    name: str = Field(min_length=1)
+
+
 class Model(SpecModel):
     """The served model."""
 
@@ -88,6 +94,8 @@ class Router(SpecModel):
     name: Literal["llm-d-router", "vllm-router", "sglang-gateway"]
     replicas: Optional[int] = Field(default=None, ge=1)
     image: Optional[str] = Field(default=None, max_length=512)
+    image_pull_policy: Optional[Literal["Always", "IfNotPresent", "Never"]] = None
+    image_pull_secrets: Optional[list[LocalObjectRef]] = Field(default=None, max_length=32)
     extra_args: Optional[list[str]] = None
     request_timeout_seconds: Optional[int] = Field(default=None, ge=1)
     disaggregation_threshold_tokens: Optional[int] = Field(default=None, ge=0)
@@ -136,12 +144,6 @@ class RoleTopology(SpecModel):
     """Kueue topology-aware scheduling for a role (``requiredLevel`` is a topology label key)."""
 
     required_level: Optional[str] = None
-
-
-class LocalObjectRef(SpecModel):
-    """A reference to an object in the deployment's namespace (ConfigMap, Secret, pull secret)."""
-
-    name: str = Field(min_length=1)
 
 
 class HostPathSource(SpecModel):
@@ -325,6 +327,7 @@ class KVCacheBackendSpec(SpecModel):
     type: Literal["Mooncake"] = "Mooncake"
     image: Optional[str] = Field(default=None, max_length=512)
     image_pull_policy: Optional[Literal["Always", "IfNotPresent", "Never"]] = None
+    image_pull_secrets: Optional[list[LocalObjectRef]] = Field(default=None, max_length=32)
     transport: Optional[Transport] = None
     connection: Connection
 
