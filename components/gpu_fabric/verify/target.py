@@ -76,8 +76,9 @@ def _from_eks(name: str, region: Optional[str], workers: int) -> tuple[Any, str]
     from gpu_fabric.stack import eks_kubeconfig
 
     try:
-        cluster = boto3.client("eks", region_name=region).describe_cluster(name=name)["cluster"]
-        used_region = region or boto3.session.Session().region_name or ""
+        session = boto3.session.Session(region_name=region)  # fresh: reads the environment as it is now
+        cluster = session.client("eks").describe_cluster(name=name)["cluster"]
+        used_region = session.region_name or ""
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
         raise ClusterUnavailable(f"EKS cluster {name}: {_one_line(error)}") from None
     document = json.loads(eks_kubeconfig(name, used_region, cluster["endpoint"],
