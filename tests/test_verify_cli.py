@@ -7,7 +7,6 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
 import yaml
 from fake_kube import FakeApiServer, kubelet_config, node
 from verify_clusters import (

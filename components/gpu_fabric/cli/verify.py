@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     except (ClusterUnavailable, RecordingError) as error:
         return _refuse(str(error))
     except Exception as error:  # noqa: BLE001 - a client or plugin failure is a reason to print, not a traceback
-        return _refuse(f"reading the cluster failed: {type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}")
+        lines = str(error).strip().splitlines()
+        return _refuse(f"reading the cluster failed: {type(error).__name__}" + (f": {lines[0]}" if lines else ""))
 
     report = verify(expectations, snapshot, target)
     report.logs.extend(verdicts)

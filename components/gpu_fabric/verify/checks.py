@@ -172,7 +172,8 @@ def allocatable_checks(subject: str, node: Mapping[str, Any], expected: Mapping[
     checks = []
     for resource, count in expected.items():
         raw = allocatable.get(resource)
-        found: Any = ABSENT if raw is None else (_count(raw) if _count(raw) is not None else raw)
+        counted = _count(raw) if raw is not None else None
+        found: Any = ABSENT if raw is None else counted if counted is not None else raw
         checks.append(Check(subject, f"allocatable {resource}", count, found, PASS if found == count else FAIL))
     return checks
 

@@ -39,8 +39,8 @@ def _pool_lines(pool: PoolResult) -> list[str]:
         unreadable = node.check("kubelet configz")
         cells = []
         for column in columns:
-            check = node.check(column)
-            cells.append("unreadable" if check is None and unreadable and column.startswith("kubelet ") else _cell(check))
+            cell = node.check(column)
+            cells.append("unreadable" if cell is None and unreadable and column.startswith("kubelet ") else _cell(cell))
         rows.append([node.name, *cells, _MARK[node.status]])
     lines.extend(_table(rows))
     return lines
