@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -48,15 +49,15 @@ def test_an_eks_stack_is_read_through_the_clusters_endpoint(tmp_path, monkeypatc
 
 
 def test_an_eks_stack_without_credentials_or_cluster_is_a_reason(tmp_path, monkeypatch, moto_helper):
-    values = stack_values("aws-efa")
-    values["kubernetes"] = {"eksCluster": {"name": "never-created", "region": "us-east-1"}}
-    config = load_config(values)
+    config = load_config(stack_values("aws-efa"))
     with moto_helper.start_moto_server() as endpoint:
+        # moto's state outlives a server; forget clusters other tests created.
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")).close()
         aws_env(monkeypatch, tmp_path, moto_helper, credentials=True, endpoint=endpoint)
-        with pytest.raises(ClusterUnavailable, match=r"^EKS cluster never-created: .*(ResourceNotFound|No cluster found)"):
+        with pytest.raises(ClusterUnavailable, match=r"^EKS cluster llm-serving: .*(ResourceNotFound|No cluster found)"):
             connect(config, {"aws:region": "us-east-1"})
         aws_env(monkeypatch, tmp_path, moto_helper, credentials=False, endpoint=endpoint)
-        with pytest.raises(ClusterUnavailable, match=r"^EKS cluster never-created: Unable to locate credentials"):
+        with pytest.raises(ClusterUnavailable, match=r"^EKS cluster llm-serving: Unable to locate credentials"):
             connect(config, {"aws:region": "us-east-1"})
 
 
