@@ -108,8 +108,20 @@ def _engine_encoding(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+SECRET_PLACEHOLDER = "[secret]"
+"""What a render writes in place of a secret value (a Pulumi secret stays secret in the files)."""
+
+
 def _plain(value: Any) -> Any:
-    """Undo the wire's number encoding (every number is a double) and drop unknowns."""
+    """Undo the wire's number encoding (every number is a double); unknowns become the engine's
+    unknown sentinel (as a policy sees them at preview), secrets :data:`SECRET_PLACEHOLDER`."""
+    from pulumi.output import Unknown
+    from pulumi.runtime import rpc
+
+    if isinstance(value, Unknown):
+        return rpc.UNKNOWN
+    if rpc.is_rpc_secret(value):
+        return SECRET_PLACEHOLDER
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
@@ -133,18 +145,21 @@ def render_stack(
     *,
     config: Optional[dict[str, Any]] = None,
     program: Optional[Callable[[], None]] = None,
+    preview: bool = False,
 ) -> RenderResult:
     """Run the stack program under mocks; return what it registered.
 
     ``config`` replaces the stack file's values (benchmarks and tests); ``program`` replaces
     ``stacks/__main__.py``. Each call runs in a fresh context, so repeated renders in one process
-    do not see each other's resources or configuration.
+    do not see each other's resources or configuration. ``preview`` runs the program as the engine
+    does at ``pulumi preview`` of a new stack: ids and provider-computed outputs (auto-names,
+    versions) of resources not yet created are unknown, and so is every input made from them.
     """
     project_dir = Path(project_dir)
     values = config if config is not None else load_stack_config(project_dir, stack)
     run = program or (lambda: runpy.run_path(str(project_dir / STACK_PROGRAM), run_name="__main__"))
     with hermetic_environment():
-        return contextvars.Context().run(_render_in_fresh_context, stack, values, run)
+        return contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview)
 
 
 # Provider SDKs fill unset inputs from these (pulumi-kubernetes: KUBECONFIG, PULUMI_K8S_*; pulumi-aws:
@@ -168,7 +183,8 @@ def hermetic_environment() -> Iterator[None]:
         os.environ.update(hidden)
 
 
-def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callable[[], Any]) -> RenderResult:
+def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callable[[], Any],
+                             preview: bool = False) -> RenderResult:
     import pulumi
     from pulumi.runtime import mocks as pulumi_mocks
     from pulumi.runtime.config import set_all_config
@@ -181,7 +197,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
 
     registrations: dict[str, tuple[str, Any]] = {}
     recorded: list[tuple[str, str, dict[str, Any], bool]] = []
-    mocks = OfflineMocks(recorded)
+    mocks = OfflineMocks(recorded, preview=preview)
 
     class RecordingMonitor(pulumi_mocks.MockMonitor):
         def make_urn(self, parent: str, type_: str, name: str) -> str:
@@ -200,7 +216,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
 
     use_catalog(BundledInstanceCatalog())  # offline: instance facts from the bundled table, never EC2
     set_all_config({key: _engine_encoding(value) for key, value in values.items()})
-    pulumi.runtime.set_mocks(mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=RecordingMonitor(mocks))
+    pulumi.runtime.set_mocks(mocks, project=PROJECT_NAME, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
     _sync_await(run_pulumi_func(program))
 
     resources = []

@@ -17,14 +17,18 @@ _COMPUTED = {
 class OfflineMocks(pulumi.runtime.Mocks):
     """Record every resource; answer data sources with deterministic offline values."""
 
-    def __init__(self, recorded: list[tuple[str, str, dict[str, Any], bool]]):
+    def __init__(self, recorded: list[tuple[str, str, dict[str, Any], bool]], preview: bool = False):
         self._recorded = recorded
+        self._preview = preview
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         self._recorded.append((args.typ, args.name, dict(args.inputs), bool(args.custom)))
         # A stable id and the inputs as outputs, plus what the provider would compute that other
         # resources read (auto-names, template versions): enough for references to resolve.
         outputs = dict(args.inputs)
+        if self._preview:
+            # At preview nothing exists yet: no id, and only the inputs are known outputs.
+            return "", outputs
         outputs.update({key: value(args) for key, value in _COMPUTED.get(args.typ, {}).items() if key not in outputs})
         return f"{args.name}-id", outputs
 

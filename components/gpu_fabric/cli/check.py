@@ -23,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--stack", action="append", dest="stacks", metavar="NAME",
                         help="stack name (stacks/Pulumi.NAME.yaml); repeatable; default: every stack in stacks/")
     parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
+    parser.add_argument("--preview", action="store_true",
+                        help="render as `pulumi preview` of a new stack does: ids and names of resources not yet "
+                             "created are unknown")
     parser.set_defaults(func=run)
 
 
@@ -32,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from gpu_fabric.policies import ALL_POLICIES
     from gpu_fabric.policies._props import Resource
     from gpu_fabric.policies.efa_domains import describe_stack_domains
-    from gpu_fabric.policies.runner import run_policies
+    from gpu_fabric.policies.runner import NotApplicable, run_policies
 
     stacks = selected_stacks(args)
     if not stacks:
@@ -40,12 +43,16 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     refused = False
     for stack in stacks:
-        result = render_or_report(stack, args.project)
+        result = render_or_report(stack, args.project, preview=args.preview)
         if result is None:
             return EXIT_USAGE
         resources = [Resource(r.type, r.name, r.urn, r.inputs, r.parent, r.dependencies) for r in result.resources]
-        violations = run_policies(ALL_POLICIES, resources)
-        print(report(stack, len(resources), len(ALL_POLICIES), violations, describe_stack_domains(resources)))
+        skipped: list[NotApplicable] = []
+        violations = run_policies(ALL_POLICIES, resources, not_applicable=skipped)
+        text = report(stack, len(resources), len(ALL_POLICIES), violations, describe_stack_domains(resources), skipped)
+        if args.preview:
+            text = text.replace(" policies", " policies (preview: ids and names of new resources unknown)", 1)
+        print(text)
         refused = refused or any(v.mandatory for v in violations)
     return EXIT_FINDINGS if refused else EXIT_OK
 
@@ -58,7 +65,7 @@ def _resource_label(urn: str) -> str:
 
 
 def report(stack: str, resource_count: int, policy_count: int, violations: Sequence,
-           domains: Sequence[str] = ()) -> str:
+           domains: Sequence[str] = (), not_applicable: Sequence = ()) -> str:
     """The stack's fabric domains as paths, then violations grouped by policy: severity,
     enforcement, then one line per resource and message."""
     mandatory = sum(1 for v in violations if v.mandatory)
@@ -73,6 +80,8 @@ def report(stack: str, resource_count: int, policy_count: int, violations: Seque
             lines.append(f"  {_resource_label(violation.urn)}")
             for line in violation.message.splitlines():
                 lines.append(f"    {line}")
+    for note in not_applicable:
+        lines.append(f"{note.policy} [not applicable] {_resource_label(note.urn)}: {note.reason or 'no reason given'}")
     lines.append(f"{mandatory} mandatory, {len(violations) - mandatory} advisory violation(s)"
                  if violations else "no policy violations")
     return "\n".join(lines)

@@ -60,14 +60,14 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def render_or_report(stack: str, project: Path):
+def render_or_report(stack: str, project: Path, *, preview: bool = False):
     """Render ``stack``; on a configuration problem print it (no traceback) and return ``None``."""
     from gpu_fabric.render import StackNotFoundError, render_stack
     from gpu_fabric.spec.base import ConfigError
     from gpu_fabric.stack_file import StackFileError
 
     try:
-        return render_stack(stack, project)
+        return render_stack(stack, project, preview=preview)
     except ConfigError as error:
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
     except StackNotFoundError as error:

@@ -86,10 +86,14 @@ def _validate(args: ResourceValidationArgs, report_violation: Any) -> None:
     if not efa_interfaces(resource.props):
         return
     allow_fewer = bool(args.get_config().get("allowFewerEfaInterfaces", False))
-    # A template without a known instance type is checked for the type-independent rules only.
-    problems, _skipped = interface_findings(resource.props, allow_fewer)
-    for problem in [*problems, *security_group_findings(resource.props)]:
+    # A template without a known instance type is checked for the type-independent rules only,
+    # and says so: the type-dependent rules are not applicable, never silently passed.
+    problems, skipped = interface_findings(resource.props, allow_fewer)
+    problems = [*problems, *security_group_findings(resource.props)]
+    for problem in problems:
         report_violation(problem, None)
+    if skipped and not problems:
+        args.not_applicable(f"instance-type rules not checked: {skipped}")
 
 
 efa_launch_template_interfaces = ResourceValidationPolicy(

@@ -98,16 +98,28 @@ def _enforcement(policy: Policy, default: EnforcementLevel) -> EnforcementLevel:
     return EnforcementLevel.MANDATORY if level == EnforcementLevel.REMEDIATE else level
 
 
+@dataclass(frozen=True)
+class NotApplicable:
+    """A policy that declared itself not applicable to a resource (or the stack), and why."""
+
+    policy: str
+    reason: str
+    urn: str
+
+
 def run_policy(
     policy: Policy,
     resources: Sequence[Resource],
     config: Optional[Mapping[str, Any]] = None,
     default_enforcement: EnforcementLevel = EnforcementLevel.MANDATORY,
+    not_applicable: Optional[list[NotApplicable]] = None,
 ) -> list[Violation]:
     """Every violation ``policy`` reports over ``resources`` (each resource, or the stack once).
 
     A policy that touches a value unknown at preview yields an advisory violation, as in the
-    analyzer; a policy that declares itself not applicable yields nothing.
+    analyzer; a policy that declares itself not applicable yields no violation, and its reason is
+    appended to ``not_applicable`` when given. A policy that raises anything else fails, as the
+    analyzer fails the preview: a mandatory "policy failed" violation naming the error.
     """
     enforcement = _enforcement(policy, default_enforcement)
     if enforcement == EnforcementLevel.DISABLED:
@@ -126,8 +138,12 @@ def run_policy(
         except UnknownValueError as error:
             found.append(Violation(policy.name, EnforcementLevel.ADVISORY, _severity(policy),
                                    f"can't run policy during preview: {error.message}", default_urn))
-        except _NotApplicableError:
-            pass
+        except _NotApplicableError as error:
+            if not_applicable is not None:
+                not_applicable.append(NotApplicable(policy.name, getattr(error, "reason", None) or "", default_urn))
+        except Exception as error:  # noqa: BLE001 - the analyzer turns any other failure into an error too
+            found.append(Violation(policy.name, EnforcementLevel.MANDATORY, _severity(policy),
+                                   f"policy failed: {type(error).__name__}: {error}", default_urn))
 
     if isinstance(policy, ResourceValidationPolicy):
         for resource in resources:
@@ -143,9 +159,10 @@ def run_policies(
     policies: Iterable[Policy],
     resources: Sequence[Resource],
     config: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    not_applicable: Optional[list[NotApplicable]] = None,
 ) -> list[Violation]:
     """Every violation of every policy; ``config`` maps policy names to their configuration."""
     violations: list[Violation] = []
     for policy in policies:
-        violations.extend(run_policy(policy, resources, (config or {}).get(policy.name)))
+        violations.extend(run_policy(policy, resources, (config or {}).get(policy.name), not_applicable=not_applicable))
     return violations
