@@ -478,3 +478,102 @@ def test_model_deployment_interface_resource_through_manifests(name, store, dire
     else:
         assert report.ok, report.errors
         assert {next(iter(g.resources)) for g in report.role_grants} == {want}
+
+
+# ---- KVCachePool / KVCachePoolBinding webhooks (kv_cache_pool.go, kv_cache_pool_binding.go) ---------------------
+
+
+def binding(name="shared", namespace="team-a", pool="pool", domain=None, ceiling="8Gi", block_size=16, dtype="bfloat16"):
+    spec_domain = {"blockSize": block_size, "dtype": dtype}
+    if domain:
+        spec_domain["name"] = domain
+    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePoolBinding",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"poolRef": {"name": pool}, "quota": {"ceiling": ceiling}, "domain": spec_domain}}
+
+
+def pool(name="pool", backends=("mooncake",), total="16Gi"):
+    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePool", "metadata": {"name": name},
+            "spec": {"backends": list(backends), "quota": {"total": total}}}
+
+
+@pytest.mark.parametrize("backends, path, fragment", [
+    ((), "spec.backends", "exactly 1 backend is supported, and 0 were given"),
+    (("a", "b"), "spec.backends", "exactly 1 backend is supported, and 2 were given"),
+    (("",), "spec.backends[0]", "a backend is named by the name of a KVCacheBackend"),
+])
+def test_pool_names_exactly_one_backend(backends, path, fragment):
+    """validateKVCachePoolSpec."""
+    [(found_path, message)] = errors(pool(backends=backends))
+    assert found_path == path and fragment in message
+
+
+@pytest.mark.parametrize("changes, path, fragment", [
+    ({"domain": "Llama_70B"}, "spec.domain.name", "a reuse domain is named like a Kubernetes object"),
+    ({"block_size": 0}, "spec.domain.blockSize", "must be greater than 0"),
+    ({"dtype": "BFloat16"}, "spec.domain.dtype", "must be lowercase"),
+    ({"pool": ""}, "spec.poolRef.name", "a Binding grants exactly one pool, named here"),
+])
+def test_binding_shape(changes, path, fragment):
+    """validateKVCachePoolBindingSpec / validateKVCachePoolBindingDomain."""
+    [(found_path, message)] = errors(binding(**changes), pool(), kv_backend())
+    assert found_path == path and fragment in message
+
+
+def test_binding_ceiling_must_fit_the_pool():
+    """validateKVCachePoolBindingCeilingFitsPool."""
+    assert errors(binding(ceiling="16Gi"), pool(total="16Gi"), kv_backend()) == []
+    [(path, message)] = errors(binding(ceiling="17Gi"), pool(total="16Gi"), kv_backend())
+    assert path == "spec.quota.ceiling"
+    assert message.startswith("must not exceed the pool's own ceiling of 16Gi")
+
+
+def test_one_domain_per_master():
+    """validateKVCachePoolBindingDomainIsUnclaimed: per master, and an omitted name is "default"."""
+    same_master = [binding(), binding(name="other", namespace="team-b"), pool(), kv_backend()]
+    [(path, message)] = errors(*same_master)
+    # field.Duplicate: the API server prints the value Go-quoted.
+    assert path == "spec.domain.name" and message.startswith('Duplicate value: "reuse domain \\"default\\" is already registered by team-a/shared, and backend mooncake serves both')
+    assert errors(binding(domain="a"), binding(name="other", namespace="team-b", domain="b"), pool(), kv_backend()) == []
+    other_master = [binding(), binding(name="other", namespace="team-b", pool="pool-2"), pool(),
+                    pool(name="pool-2", backends=("mooncake-2",)), kv_backend(), kv_backend(name="mooncake-2")]
+    assert errors(*other_master) == []
+
+
+def test_a_refused_binding_does_not_resolve_for_its_deployment():
+    server = prefill_decode(kinds=("Server",), router=None, protocol=None, kv_cache="shared", interface="1")
+    found = errors(server, binding(ceiling="1Ti"), pool(), kv_backend("RDMA"))
+    assert ("spec.roles[0].resources.interface", "cache binding must resolve before requesting interfaces") in found
+
+
+def test_pool_over_a_single_tenant_backend_is_admitted_with_a_warning():
+    """validateKVCachePoolBackend: a managed leader with multiTenancy: false."""
+    backend = kv_backend()
+    backend["spec"]["connection"]["managed"]["leader"]["multiTenancy"] = False
+    report = analyze([pool(), backend])
+    assert report.ok
+    [warning] = report.warnings
+    assert warning.path == "spec.backends[0]" and 'backend "mooncake" runs without multi-tenancy' in warning.message
+
+
+@pytest.mark.parametrize("change, path, fragment", [
+    (lambda v: v["kvCachePoolBindings"][0]["poolRef"].update(name="nope"), "kvCachePoolBindings[0].poolRef.name",
+     "names no KVCachePool of this stack"),
+    (lambda v: v["kvCachePoolBindings"][0]["quota"].update(ceiling="1Ti"), "kvCachePoolBindings[0].quota.ceiling",
+     "must not exceed the pool's own ceiling of 128Gi"),
+    (lambda v: v["kvCachePools"][0]["backends"].append("mooncake-efa"), "kvCachePools[0].backends",
+     "exactly 1 backend is supported, and 2 were given"),
+    (lambda v: v["kvCachePoolBindings"][0]["domain"].update(dtype="BF16"), "kvCachePoolBindings[0].domain.dtype",
+     "must be lowercase"),
+])
+def test_configuration_pool_and_binding_rules_at_their_paths(change, path, fragment):
+    from gpu_fabric.spec.base import ConfigError
+    from gpu_fabric.spec.fabric import load_config
+    from stack_configs import stack_values
+
+    values = copy.deepcopy(stack_values("aws-efa"))
+    change(values)
+    with pytest.raises(ConfigError) as refused:
+        load_config(values)
+    problems = dict(refused.value.problems)
+    assert path in problems and fragment in problems[path], problems

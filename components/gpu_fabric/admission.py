@@ -14,6 +14,7 @@ not mirrored here; the operator still enforces them at apply.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -137,6 +138,11 @@ def is_qualified_name(value: str) -> list[str]:
     return problems
 
 
+def duplicate_value(value: str) -> str:
+    """``field.Duplicate``'s text: the API server quotes the value it is handed (Go ``%q``)."""
+    return f"Duplicate value: {json.dumps(value, ensure_ascii=False)}"
+
+
 def effective_role_kind(role: Mapping[str, Any]) -> str:
     """``ModelDeploymentEffectiveRoleKind``: the kind, ``Server`` when unset."""
     return str(role.get("kind") or KIND_SERVER)
@@ -234,10 +240,10 @@ def _role_additional_volumes(role: Mapping[str, Any], role_path: str) -> list[tu
             found.append((path, f'one of configMap, secret or hostPath, so that "{mount_path}" names something to '
                                 "mount; an entry naming none is skipped at render and the container starts without it"))
         if mount_path in seen:
-            found.append((f"{path}.mountPath",
-                          f'Duplicate value: "\\"{mount_path}\\" is already mounted by '
-                          f'{role_path}.additionalVolumes[{seen[mount_path]}].mountPath; two volumes cannot occupy one '
-                          'path, and which of them the container would see is not something this API decides"'))
+            found.append((f"{path}.mountPath", duplicate_value(
+                f'"{mount_path}" is already mounted by {role_path}.additionalVolumes[{seen[mount_path]}].mountPath; two '
+                "volumes cannot occupy one path, and which of them the container would see is not something this API "
+                "decides")))
         else:
             seen[mount_path] = i
         sub_path = volume.get("subPath")
@@ -525,3 +531,51 @@ def _elastic_owned_keys(role: Mapping[str, Any], path: str) -> Iterable[tuple[st
         name = str((entry or {}).get("name", "")) if isinstance(entry, Mapping) else ""
         if name in ELASTIC_OWNED_ENV:
             yield f"{path}.env[{i}].name", f"{name} is written by the elastic renderer itself"
+
+
+# ---- KVCachePool and KVCachePoolBinding (pkg/worker/webhooks/worker/kv_cache_pool.go, kv_cache_pool_binding.go) ----
+
+
+def _object_finding(kind: str, obj: Mapping[str, Any], found: list[tuple[str, str]], namespace: str | None) -> list[Finding]:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    return [Finding(kind, str(meta.get("name") or ""), path, message, namespace) for path, message in found]
+
+
+def pool_findings(pool: Mapping[str, Any]) -> list[Finding]:
+    """``validateKVCachePoolSpec``: exactly one backend, each named."""
+    spec = pool.get("spec") if isinstance(pool.get("spec"), Mapping) else {}
+    backends = spec.get("backends") if isinstance(spec.get("backends"), list) else []
+    found: list[tuple[str, str]] = []
+    if len(backends) != 1:
+        found.append(("spec.backends", f"exactly 1 backend is supported, and {len(backends)} were given: quota is "
+                                       "enforced by one master's per-tenant ledger, and no master can account for "
+                                       "bytes held in another"))
+    for i, name in enumerate(backends):
+        if not name:
+            found.append((f"spec.backends[{i}]", "a backend is named by the name of a KVCacheBackend"))
+    return _object_finding("KVCachePool", pool, found, None)
+
+
+def binding_findings(binding: Mapping[str, Any], namespace: str) -> list[Finding]:
+    """``validateKVCachePoolBindingSpec`` / ``validateKVCachePoolBindingDomain``: the Binding's own shape."""
+    spec = binding.get("spec") if isinstance(binding.get("spec"), Mapping) else {}
+    found: list[tuple[str, str]] = []
+    if not ((spec.get("poolRef") or {}).get("name") if isinstance(spec.get("poolRef"), Mapping) else None):
+        found.append(("spec.poolRef.name", "a Binding grants exactly one pool, named here"))
+    domain = spec.get("domain") if isinstance(spec.get("domain"), Mapping) else {}
+    name = domain.get("name")
+    if name:
+        why = is_dns1123_label(str(name))
+        if why:
+            found.append(("spec.domain.name", "a reuse domain is named like a Kubernetes object, so nobody learns a "
+                                              "second naming rule, and it travels to the storage layer as the tenant "
+                                              f"id verbatim: {'; '.join(why)}"))
+    if _int(domain.get("blockSize"), 0) <= 0:
+        found.append(("spec.domain.blockSize", "must be greater than 0: it is the number of tokens one cache block holds"))
+    dtype = domain.get("dtype")
+    if not dtype:
+        found.append(("spec.domain.dtype", "the element type the cached tensors carry, in the engine's own spelling"))
+    elif str(dtype) != str(dtype).lower():
+        found.append(("spec.domain.dtype", "must be lowercase: engines spell it that way, and this value is compared "
+                                           "rather than interpreted, so two spellings of one type would read as two types"))
+    return _object_finding("KVCachePoolBinding", binding, found, namespace)

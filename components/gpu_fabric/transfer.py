@@ -32,6 +32,9 @@ from typing import Any, Iterable, Mapping
 
 from gpu_fabric.admission import (
     ENGINE_VLLM,
+    binding_findings,
+    duplicate_value,
+    pool_findings,
     KIND_DECODE,
     KIND_PREFILL,
     ROUTER_LLMD,
@@ -185,6 +188,7 @@ def is_gpustack_object(obj: Mapping[str, Any], kind: str | None = None) -> bool:
 class _Index:
     deployments: list[Mapping[str, Any]] = field(default_factory=list)
     bindings: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    """Bindings by (namespace, name), in input order (the order their domain claims are judged in)."""
     pools: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     backends: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     instance_types: dict[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -214,9 +218,16 @@ def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, finding
         if kind == "ModelDeployment":
             index.deployments.append(obj)
         elif kind == "KVCachePoolBinding":
-            index.bindings[(str(meta.get("namespace") or default_namespace), name)] = obj
+            namespace = str(meta.get("namespace") or default_namespace)
+            refusals = binding_findings(obj, namespace)
+            findings.extend(refusals)
+            if not refusals:
+                index.bindings[(namespace, name)] = obj
         elif kind == "KVCachePool":
-            index.pools[name] = obj
+            refusals = pool_findings(obj)
+            findings.extend(refusals)
+            if not refusals:
+                index.pools[name] = obj
         elif kind == "KVCacheBackend":
             index.backends[name] = obj
     return index
@@ -466,6 +477,68 @@ def _pool_transport(deployment: Mapping[str, Any], namespace: str, resolver: _Re
             return
 
 
+def _pools_and_bindings(index: _Index, findings: list[Finding]) -> None:
+    """The pool webhook's multi-tenancy warning, and the binding webhook's cross-object rules among the given
+    objects (``validateKVCachePoolBindingDomainIsUnclaimed``, ``validateKVCachePoolBindingCeilingFitsPool``).
+
+    A pool that is not among the objects is not judged here (a partial ``lint`` is not a missing pool);
+    ``load_config`` refuses a binding whose pool the stack does not declare.
+    """
+    for pool_name, pool in index.pools.items():
+        backends = _spec(pool).get("backends") or []
+        leader = (((_spec(index.backends.get(str(backends[0]))) if backends else {}).get("connection") or {})
+                  .get("managed") or {}).get("leader")
+        if isinstance(leader, Mapping) and leader.get("multiTenancy") is False:
+            # validateKVCachePoolBackend: admitted, with this warning.
+            findings.append(Finding("KVCachePool", pool_name, "spec.backends[0]",
+                                    f'backend "{backends[0]}" runs without multi-tenancy: it holds no tenant ledger, so '
+                                    "no per-tenant quota is in force — every write falls into the default tenant, "
+                                    "bounded only by the store's global capacity — and the master serves exactly one "
+                                    "reuse domain", severity="warning"))
+    refused: list[tuple[str, str]] = []
+    claimed: list[tuple[str, str, str]] = []  # (domain, namespace, name) in input order
+    for (namespace, name), binding in index.bindings.items():
+        spec = _spec(binding)
+        pool_name = str((spec.get("poolRef") or {}).get("name", ""))
+        pool = index.pools.get(pool_name)
+        domain = str((spec.get("domain") or {}).get("name") or "default")  # the schema default
+        own_backends = list(_spec(pool).get("backends") or []) if pool is not None else []
+        for other_domain, other_namespace, other_name in claimed:
+            if other_domain != domain:
+                continue
+            other_pool = index.pools.get(str((_spec(index.bindings[(other_namespace, other_name)]).get("poolRef") or {}).get("name", "")))
+            other_backends = list(_spec(other_pool).get("backends") or []) if other_pool is not None else []
+            shared = [backend for backend in own_backends if backend in other_backends]
+            if shared:
+                findings.append(Finding("KVCachePoolBinding", name, "spec.domain.name", duplicate_value(
+                    f'reuse domain "{domain}" is already registered by {other_namespace}/{other_name}, and backend '
+                    f"{' and '.join(shared)} serves both Bindings' pools: the two would share cache and overwrite each "
+                    "other's ceiling in that master's single ledger entry for this tenant. Two masters hold two "
+                    "ledgers, so a Binding claiming this domain against a pool on another backend is fine — register "
+                    'a domain no other Binding on THIS master holds. That does not rescue a needed "default" domain '
+                    "here: the engines that forward no tenant write under that literal name, so a Binding "
+                    "registering anything else registers a domain those Pods never write to"), namespace))
+                refused.append((namespace, name))
+                break
+        claimed.append((domain, namespace, name))
+        ceiling, total = (spec.get("quota") or {}).get("ceiling"), (_spec(pool).get("quota") or {}).get("total")
+        if pool is None or ceiling is None or total is None:
+            continue
+        try:
+            exceeds = parse_quantity(ceiling) > parse_quantity(total)
+        except QuantityError:
+            continue
+        if exceeds:
+            findings.append(Finding("KVCachePoolBinding", name, "spec.quota.ceiling",
+                                    f"must not exceed the pool's own ceiling of {total}: a request larger than "
+                                    f'everything pool "{pool_name}" declares can never be granted, whatever the other '
+                                    "Bindings ask for", namespace))
+            refused.append((namespace, name))
+    # A refused Binding is never stored, so a deployment naming it finds nothing to resolve.
+    for key in refused:
+        index.bindings.pop(key, None)
+
+
 def _analyze_deployment(
     deployment: Mapping[str, Any], resolver: _Resolver, default_namespace: str,
     findings: list[Finding], grants: list[RoleGrant],
@@ -530,6 +603,7 @@ def analyze(
     index = _index(objects, default_namespace, findings)
     role_grants: list[RoleGrant] = []
     member_grants: list[MemberGrant] = []
+    _pools_and_bindings(index, findings)
     resolver = _Resolver(index, manufacturers or {})
     for deployment in index.deployments:
         _analyze_deployment(deployment, resolver, default_namespace, findings, role_grants)

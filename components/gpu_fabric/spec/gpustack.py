@@ -350,7 +350,8 @@ class KVCachePoolSpec(SpecModel):
     """A cluster-scoped KVCachePool over exactly one backend."""
 
     name: str
-    backends: list[str] = Field(min_length=1, max_length=1)
+    backends: list[str] = Field(min_length=1)
+    """Exactly one KVCacheBackend name (the operator's pool webhook refuses any other count, with its reason)."""
     quota: PoolQuota
 
     _name = field_validator("name")(check_object_name)
