@@ -32,10 +32,12 @@ APPS_RESOURCES = [{"name": "daemonsets", "kind": "DaemonSet", "namespaced": True
                   {"name": "daemonsets/status", "kind": "DaemonSet", "namespaced": True}]
 
 
-def node(name: str, labels: dict[str, str], allocatable: dict[str, str], ready: bool = True) -> dict[str, Any]:
+def node(name: str, labels: dict[str, str], allocatable: dict[str, str], ready: bool = True,
+         taints: Optional[list[dict[str, str]]] = None) -> dict[str, Any]:
     """A Node object as the API lists it."""
     return {
         "apiVersion": "v1", "kind": "Node",
+        "spec": {"taints": list(taints)} if taints else {},
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                                    "kubernetes.io/arch": "amd64", **labels}},
         "status": {

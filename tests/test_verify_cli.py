@@ -333,13 +333,15 @@ def test_healthy_efa_cluster_passes_with_the_efa_log(tmp_path, capsys):
     assert "EFA, 32 NICs" in out
 
 
-def test_an_efa_node_with_31_devices_and_a_lagging_plugin_fail(tmp_path, capsys):
+def test_an_efa_node_with_31_devices_a_lost_taint_and_a_lagging_plugin_fail(tmp_path, capsys):
     cluster = efa_cluster()
     cluster.nodes["ip-10-0-1-2"]["status"]["allocatable"]["vpc.amazonaws.com/efa"] = "31"
+    cluster.nodes["ip-10-0-1-1"]["spec"] = {}  # the GPU taint is gone
     cluster.objects[EFA_PLUGIN]["status"]["numberReady"] = 3
     code, out, _ = verify_against(cluster, tmp_path, capsys, "--json", stack="aws-efa")
     assert code == 1
     assert problems(out) == [
+        ("node ip-10-0-1-1", "taint nvidia.com/gpu", "nvidia.com/gpu:NoSchedule", "absent", "fail"),
         ("node ip-10-0-1-2", "allocatable vpc.amazonaws.com/efa", 32, 31, "fail"),
         ("DaemonSet kube-system/aws-efa-k8s-device-plugin", "pods ready", 4, 3, "fail"),
     ]

@@ -56,13 +56,14 @@ def seed_cluster() -> FakeCluster:
 
 
 def efa_cluster() -> FakeCluster:
-    """The aws-efa stack's cluster, healthy: two p5.48xlarge nodes (8 GPUs, 32 EFAs), two c6in.32xlarge
+    """The aws-efa stack's cluster, healthy: two p5.48xlarge nodes (8 GPUs, 32 EFAs, tainted nvidia.com/gpu), two c6in.32xlarge
     cache nodes (2 EFAs), the EFA device plugin ready on all four, Kueue and GPUStack objects present."""
     cluster = FakeCluster()
     efa = {"vpc.amazonaws.com/efa.present": "true"}
     for i in (1, 2):
         cluster.add_node(node(f"ip-10-0-1-{i}", {**efa, "node.kubernetes.io/instance-type": "p5.48xlarge"},
-                              {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32", "hugepages-2Mi": "5120Mi"}),
+                              {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32", "hugepages-2Mi": "5120Mi"},
+                              taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]),
                          kubelet_config())
         cluster.add_node(node(f"ip-10-0-2-{i}", {**efa, "node.kubernetes.io/instance-type": "c6in.32xlarge"},
                               {"vpc.amazonaws.com/efa": "2"}), kubelet_config())

@@ -93,7 +93,9 @@ class LiveTransport:
                 header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
                 _preload_content=False, _request_timeout=self._timeout,
             )
-            return Response(answer.status, answer.data)
+            body = answer.data
+            answer.release_conn()  # read in full: the connection goes back to the pool for the next reader
+            return Response(answer.status, body)
         except ApiException as error:
             if not error.status:  # TLS failures and unpreparable requests carry status 0
                 raise ClusterUnavailable(f"cannot reach {self.host}: {_first_line(error.reason)}") from None
@@ -137,7 +139,7 @@ class RecordingTransport:
         return response
 
     def save(self) -> None:
-        """Write ``recording.json`` and one body file per response (the folder's old recording is replaced)."""
+        """Write ``recording.json`` and one body file per response (an earlier index in the folder is replaced)."""
         try:
             self._folder.mkdir(parents=True, exist_ok=True)
             index = {}

@@ -178,6 +178,23 @@ def allocatable_checks(subject: str, node: Mapping[str, Any], expected: Mapping[
     return checks
 
 
+def taint_text(taint: Mapping[str, Any]) -> str:
+    """``key=value:Effect`` (``key:Effect`` without a value), as kubectl prints taints."""
+    value = taint.get("value") or ""
+    return f"{taint['key']}{'=' + value if value else ''}:{taint.get('effect', '')}"
+
+
+def taint_checks(subject: str, node: Mapping[str, Any], expected: Sequence[Mapping[str, str]]) -> list[Check]:
+    """Each of the pool's taints is on the node (a missing one lets other workloads onto fabric nodes)."""
+    found = {taint_text(taint) for taint in (node.get("spec") or {}).get("taints") or [] if isinstance(taint, Mapping)}
+    checks = []
+    for taint in expected:
+        text = taint_text(taint)
+        checks.append(Check(subject, f"taint {taint['key']}", text, text if text in found else ABSENT,
+                            PASS if text in found else FAIL))
+    return checks
+
+
 def _canonical_options(value: Any) -> Any:
     # Options left at "false" equal the kubelet default; the stack's model drops them too.
     if isinstance(value, Mapping):
@@ -200,7 +217,7 @@ def kubelet_checks(subject: str, result: Optional[KubeletConfigResult], expected
 
 def pool_result(pool: PoolExpectation, members: Sequence[Mapping[str, Any]], snapshot: ClusterSnapshot,
                 claimed_by: Mapping[str, list[str]]) -> PoolResult:
-    """The pool's node count and every member node's readiness, allocatable and kubelet checks."""
+    """The pool's node count and every member node's readiness, allocatable, taint and kubelet checks."""
     subject = f"pool {pool.name}"
     result = PoolResult(pool)
     selector = ",".join(f"{key}={value}" for key, value in pool.selector.items())
@@ -220,6 +237,7 @@ def pool_result(pool: PoolExpectation, members: Sequence[Mapping[str, Any]], sna
             checks.append(Check(node_subject, "pool", pool.name, ", ".join(sorted([pool.name, *others])), FAIL,
                                 "its labels match several pools; give the pools distinguishing nodeLabels"))
         checks.extend(allocatable_checks(node_subject, node, pool.allocatable))
+        checks.extend(taint_checks(node_subject, node, pool.taints))
         checks.extend(kubelet_checks(node_subject, snapshot.kubelet.get(name), pool.kubelet))
         result.nodes.append(NodeResult(name, checks))
     return result

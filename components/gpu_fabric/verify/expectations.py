@@ -41,6 +41,8 @@ class PoolExpectation:
     """Extended resource -> exact allocatable count on each node."""
     kubelet: dict[str, Any]
     """KubeletConfiguration keys (as ``configz`` reports them) -> the value the pool declares."""
+    taints: list[dict[str, str]] = field(default_factory=list)
+    """Taints every node of the pool carries (``PoolSpec.taint_dicts``: the pool's and its node group's)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -138,7 +140,7 @@ def pool_expectation(pool: PoolSpec) -> PoolExpectation:
     """Everything a node of ``pool`` is checked against."""
     return PoolExpectation(
         name=pool.name, fabric=pool.fabric, selector=pool_selector(pool), min_nodes=pool.node_count,
-        allocatable=pool_allocatable(pool), kubelet=pool_kubelet(pool),
+        allocatable=pool_allocatable(pool), kubelet=pool_kubelet(pool), taints=pool.taint_dicts(),
     )
 
 

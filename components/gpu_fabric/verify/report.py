@@ -32,8 +32,12 @@ def _pool_lines(pool: PoolResult) -> list[str]:
     if not pool.nodes:
         return lines
     columns = ["Ready", *(f"allocatable {key}" for key in expectation.allocatable),
+               *(f"taint {taint['key']}" for taint in expectation.taints),
                *(f"kubelet {key}" for key in expectation.kubelet)]
-    header = ["NODE", *(column.split(" ", 1)[-1] for column in columns), "RESULT"]
+    # Resource and kubelet key names are distinct enough alone; a taint keeps its word (its key is often
+    # the accelerator's resource name).
+    header = ["NODE", *(column.split(" ", 1)[-1] if not column.startswith("taint ") else column for column in columns),
+              "RESULT"]
     rows = [header]
     for node in pool.nodes:
         unreadable = node.check("kubelet configz")
@@ -87,6 +91,7 @@ def report_data(report: VerifyReport) -> dict[str, Any]:
                 "fabric": pool.expectation.fabric,
                 "selector": pool.expectation.selector,
                 "minNodes": pool.expectation.min_nodes,
+                "taints": pool.expectation.taints,
                 "result": pool.status,
                 "checks": [check.as_dict() for check in pool.checks],
                 "nodes": [{"name": node.name, "result": node.status, "checks": [c.as_dict() for c in node.checks]}
