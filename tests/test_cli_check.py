@@ -25,16 +25,18 @@ def _pool(config, index=0):
     return config["gpu-fabric:pools"][index]
 
 
-MISTAKES = {
-    "no-efa-plugin": (
-        "device-plugin-coverage",
-        lambda c: c.update({"gpu-fabric:devicePlugins": {"efa": {"deploy": False}}}),
-    ),
-}
+EXTERNAL_EFA_PLUGIN = {"deploy": False, "providedBy": {
+    "source": "EKS add-on aws-efa-k8s-device-plugin", "nodeSelector": {"vpc.amazonaws.com/efa.present": "true"},
+    "tolerations": [{"operator": "Exists"}]}}
 
 # Mistakes the configuration alone decides: the stack refuses them before registering anything
 # (exit 2 at render and check), naming the mandatory policy that would refuse them at preview.
 DECIDED_BY_CONFIGURATION = {
+    "external-efa-plugin-misses-the-pools": (
+        "device-plugin-coverage", "pools[0]",
+        lambda c: c.update({"gpu-fabric:devicePlugins": {"efa": {**EXTERNAL_EFA_PLUGIN, "providedBy": {
+            **EXTERNAL_EFA_PLUGIN["providedBy"], "tolerations": []}}}}),
+    ),
     "topology-none": (
         "fabric-pool-topology", "pools[0].topology.policy",
         lambda c: _pool(c)["topology"].update(policy="none"),
@@ -62,7 +64,7 @@ def test_what_the_pack_refuses_the_stack_refuses(mistake, command, tmp_path, cap
 
 
 def _project(tmp_path: Path, stacks: dict[str, dict]) -> Path:
-    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks").mkdir(parents=True)
     shutil.copy(PROJECT_DIR / "stacks" / "__main__.py", tmp_path / "stacks" / "__main__.py")
     for name, document in stacks.items():
         (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(document))
@@ -75,15 +77,33 @@ def test_example_stacks_pass(stack, capsys):
     assert "no policy violations" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("mistake", sorted(MISTAKES))
-def test_one_mistake_exits_1_naming_its_policy(mistake, tmp_path, capsys):
-    policy, change = MISTAKES[mistake]
-    project = _project(tmp_path, {"x": _aws_efa(change)})
-    assert main(["check", "--project", str(project), "--stack", "x"]) == 1
-    out = capsys.readouterr().out
-    assert f"{policy} [mandatory" in out
-    reported = [line.split(" [")[0] for line in out.splitlines() if " [mandatory" in line or " [advisory" in line]
-    assert reported == [policy], out
+def test_efa_plugin_installed_elsewhere_is_stated_and_checked(tmp_path, capsys):
+    # deploy: false alone says nothing about coverage: refused, with what to state instead.
+    project = _project(tmp_path / "bare", {"x": _aws_efa(lambda c: c.update({"gpu-fabric:devicePlugins": {"efa": {"deploy": False}}}))})
+    assert main(["check", "--project", str(project), "--stack", "x"]) == 2
+    assert "devicePlugins.efa: deploy: false needs providedBy" in capsys.readouterr().err
+    # Stated, and it schedules on both EFA pools: the pack agrees (same coverage function).
+    project = _project(tmp_path / "stated", {"x": _aws_efa(lambda c: c.update({"gpu-fabric:devicePlugins": {"efa": EXTERNAL_EFA_PLUGIN}}))})
+    assert main(["check", "--project", str(project), "--stack", "x"]) == 0, capsys.readouterr().out
+    assert not any(r["type"].endswith("DaemonSet") and "efa" in r["name"] for r in _resources(project))
+
+
+def _resources(project: Path) -> list[dict]:
+    import json
+
+    assert main(["render", "--project", str(project), "--stack", "x", "--out", str(project / "out")]) == 0
+    return json.loads((project / "out" / "resources.json").read_text())
+
+
+def test_a_hand_written_program_the_pack_refuses_exits_1(tmp_path, capsys):
+    # A program that registers a launch template without IMDSv2: only the pack can catch it.
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.x.yaml").write_text("config: {}\n")
+    (tmp_path / "stacks" / "__main__.py").write_text(
+        "import pulumi_aws as aws\n"
+        "aws.ec2.LaunchTemplate('lt', metadata_options={'http_tokens': 'optional'})\n")
+    assert main(["check", "--project", str(tmp_path), "--stack", "x"]) == 1
+    assert "launch-template-imdsv2 [mandatory" in capsys.readouterr().out
 
 
 def test_advisory_only_exits_0(tmp_path, capsys):

@@ -6,7 +6,7 @@ coverage before anything is registered, so the two can never disagree.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from gpu_fabric.builders.device_plugins import device_managers_for_pools, efa_plugin_for_pools
 from gpu_fabric.coverage import CoverageGap, PoolPlacement, uncovered_pools
@@ -50,6 +50,32 @@ def device_manager_args(config: FabricConfig) -> Optional[dict[str, Any]]:
     return args
 
 
+EXTERNAL_EFA_PLUGIN_NAME = "external-efa-device-plugin"
+
+
+def external_efa_plugin(provided_by: Mapping[str, Any]) -> dict[str, Any]:
+    """The EFA plugin installed outside the stack, as the DaemonSet shape the coverage check reads.
+
+    ``provided_by`` is ``devicePlugins.efa.providedBy`` (camelCase, as the GpuFabric component's
+    inputs carry it, so the policy pack builds the very same object).
+    """
+    from gpu_fabric.builders.device_plugins import EFA_RESOURCE
+    from gpu_fabric.coverage import ADVERTISES_ANNOTATION
+
+    pod_spec: dict[str, Any] = {"containers": [{"name": "efa-device-plugin"}]}
+    if provided_by.get("nodeSelector"):
+        pod_spec["nodeSelector"] = dict(provided_by["nodeSelector"])
+    if provided_by.get("tolerations"):
+        pod_spec["tolerations"] = [dict(t) for t in provided_by["tolerations"]]
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": EXTERNAL_EFA_PLUGIN_NAME,
+                     "annotations": {ADVERTISES_ANNOTATION: EFA_RESOURCE,
+                                     "gpu-fabric.io/provided-by": str(provided_by.get("source", ""))}},
+        "spec": {"template": {"spec": pod_spec}},
+    }
+
+
 def coverage_gaps(config: FabricConfig) -> list[CoverageGap]:
     """Fabric pools that no device plugin of (or declared outside) the stack would serve."""
     placements = [PoolPlacement.from_mapping(pool) for pool in pool_placement_args(config)]
@@ -59,9 +85,10 @@ def coverage_gaps(config: FabricConfig) -> list[CoverageGap]:
         daemonsets.append(efa_plugin_for_pools(efa_args)[0])
     if manager_args:
         daemonsets.extend(device_managers_for_pools(manager_args)[0])
-    # Plugins installed elsewhere cannot be inspected here; the configuration vouches for them.
-    checked = [p for p in placements if not (p.fabric == "efa" and not config.device_plugins.efa.deploy)]
-    return uncovered_pools(checked, daemonsets,
+    external = config.device_plugins.efa.provided_by
+    if external is not None:
+        daemonsets.append(external_efa_plugin(external.model_dump(by_alias=True, exclude_none=True)))
+    return uncovered_pools(placements, daemonsets,
                            external_rdma_plugin=config.device_plugins.device_manager.deployed_by == "operator-chart")
 
 

@@ -69,6 +69,20 @@ def _placement(pool: PoolFacts, problems: list[tuple[str, str]]) -> Optional[Any
         return None
 
 
+def declared_external_efa_plugins(resources: Sequence[Resource]) -> list[dict[str, Any]]:
+    """The EFA plugin a GpuFabric says is installed outside the stack (``devicePlugins.efa.providedBy``)."""
+    from gpu_fabric.fabric_plan import external_efa_plugin
+
+    found = []
+    for resource in resources:
+        if resource.type == GPU_FABRIC_TYPE:
+            efa = as_mapping(as_mapping(resource.props.get("devicePlugins")).get("efa"))
+            provided_by = as_mapping(efa.get("providedBy"))
+            if efa.get("deploy") is False and provided_by:
+                found.append(external_efa_plugin(provided_by))
+    return found
+
+
 def coverage_findings(resources: Sequence[Resource], config: dict) -> list[tuple[str, str]]:
     """``(urn, message)`` for every pool without a working device plugin, and every stray EFA plugin."""
     from gpu_fabric.coverage import efa_plugins_on_pools_without_efa, uncovered_pools
@@ -78,6 +92,7 @@ def coverage_findings(resources: Sequence[Resource], config: dict) -> list[tuple
     placements = {pool.name: p for pool in pools if (p := _placement(pool, problems)) is not None}
     urns = {pool.name: pool.urn for pool in pools}
     daemonsets = [dict(r.props) for r in resources if r.is_kubernetes_object and r.kind == "DaemonSet"]
+    daemonsets.extend(declared_external_efa_plugins(resources))
     served = config.get("manufacturersServed")
     gaps = uncovered_pools(
         list(placements.values()), daemonsets,

@@ -194,7 +194,8 @@ def _coverage_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
 
     position = {pool.name: i for i, pool in enumerate(config.pools)}
     for gap in coverage_gaps(config):
-        yield f"pools[{position[gap.pool]}]", f"no device plugin serves this {gap.fabric} pool: {gap.reason}"
+        yield (f"pools[{position[gap.pool]}]",
+               f"no device plugin serves this {gap.fabric} pool: {gap.reason} (policy device-plugin-coverage)")
 
 
 def _domain_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
