@@ -188,3 +188,24 @@ def test_markdown_fits_one_comment_and_carries_the_marker(repo, capsys, edit_sta
     assert text.splitlines()[0] == marker(STACK)
     assert text.index("[!WARNING]") < text.index("#### Replace") < text.index("#### Create") < text.index("<details>")
     assert "`capacityType` changed" in text
+
+
+def test_new_target_cluster_replaces_the_provider_and_every_object_it_manages(repo, base, edit_stack):
+    def change(config):  # the whole stack moves to another cluster: the target and every node group
+        target = config["gpu-fabric:kubernetes"]
+        if "eksCluster" in target:
+            old = target["eksCluster"]["name"]
+            target["eksCluster"]["name"] = old + "-b"
+            for pool in config["gpu-fabric:pools"]:
+                if (pool.get("aws") or {}).get("clusterName") == old:
+                    pool["aws"]["clusterName"] = old + "-b"
+        else:
+            target["context"] = target["context"] + "-b"
+    edit_stack(change)
+    head, digest = head_digest(repo, base)
+    providers = {r.urn for r in head.resources if r.type == "pulumi:providers:kubernetes"}
+    managed = {r.urn for r in head.resources if r.provider in providers and r.custom}
+    assert providers and managed
+    replaced = {s.urn for s in digest.steps if s.op == "replace"}
+    assert providers | managed <= replaced
+    assert all(any("provider" in hint for hint in s.hints) for s in digest.steps if s.urn in managed)

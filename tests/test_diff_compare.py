@@ -1,5 +1,6 @@
 """``gpu_fabric.diff.compare``: the pure comparison of two renders."""
 
+import dataclasses
 import json
 
 from gpu_fabric.diff.compare import compare, path_changes, unwrap_secrets
@@ -117,3 +118,20 @@ def test_path_changes_compare_lists_by_index_and_types_strictly():
     changes = path_changes({"a": [1, 2], "b": True}, {"a": [1, 3, 4], "b": 1})
     assert [(c.key, c.kind) for c in changes] == [("a[1]", "update"), ("a[2]", "add"), ("b", "update")]
     assert path_changes(unwrap_secrets({"x": 1}), {"x": 1}) == []
+
+
+def test_resources_of_a_replaced_provider_are_replaced_with_a_hint():
+    def provider(server):
+        config = {"current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "c"}}],
+                  "clusters": [{"name": "c", "cluster": {"server": server}}]}
+        return resource("pulumi:providers:kubernetes", "kubernetes", {"kubeconfig": json.dumps(config)}, parent="")
+
+    def stack(server):
+        k8s = provider(server)
+        plugin = resource("kubernetes:apps/v1:DaemonSet", "plugin", {"metadata": {"name": "p"}})
+        return [k8s, dataclasses.replace(plugin, provider=k8s.urn)]
+
+    steps = steps_by_name(compare(stack("https://a"), stack("https://b")))
+    assert steps["kubernetes"].op == "replace" and steps["kubernetes"].replace_reasons == ["kubeconfig"]
+    assert steps["plugin"].op == "replace" and "provider" in steps["plugin"].hints[0]
+    assert compare(stack("https://a"), stack("https://a")).steps == []

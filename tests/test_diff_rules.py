@@ -1,5 +1,7 @@
 """The replace-forcing table, property paths and engine URNs of ``gpu-fabric diff``."""
 
+import json
+
 import pytest
 
 from gpu_fabric.diff.paths import format_path, matches, parse_path
@@ -141,3 +143,25 @@ def test_engine_urn_carries_the_whole_parent_chain_but_never_the_stack():
     assert parse_urn(template).name == "g-lt"
     with pytest.raises(ValueError):
         parse_urn("not-a-urn")
+
+
+def test_declared_paths_replace_only_on_changes_under_them_as_the_engine_applies_them():
+    custom = "kubernetes:worker.gpustack.ai/v1:ModelDeployment"
+    assert forces_replacement(custom, parse_path("spec.roles[0].replicas"), ["spec.roles"])
+    assert not forces_replacement(custom, parse_path("spec"), ["spec.roles"])
+
+
+def test_kubernetes_provider_is_replaced_only_when_the_active_cluster_changes():
+    from gpu_fabric.diff.replace_rules import KUBERNETES_PROVIDER, provider_config_replaces
+
+    def kubeconfig(server, args=("eks", "get-token")):
+        return {"kubeconfig": json.dumps({
+            "current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "clusters": [{"name": "c", "cluster": {"server": server}}],
+            "users": [{"name": "u", "user": {"exec": {"args": list(args)}}}]})}
+    old = kubeconfig("https://a.example")
+    assert provider_config_replaces(KUBERNETES_PROVIDER, old, kubeconfig("https://b.example")) == ["kubeconfig"]
+    assert provider_config_replaces(KUBERNETES_PROVIDER, old, kubeconfig("https://a.example", ("other",))) == []
+    assert provider_config_replaces(KUBERNETES_PROVIDER, old, {**old, "renderYamlToDirectory": "out"}) == [
+        "renderYamlToDirectory"]
+    assert provider_config_replaces("pulumi:providers:aws", {"region": "a"}, {"region": "b"}) == []

@@ -46,6 +46,8 @@ class RenderedResource:
     """Input paths declared with ``ResourceOptions.ignore_changes``."""
     computed: dict[str, Any] = field(default_factory=dict)
     """What the provider computes (``id`` and outputs that are not inputs), as the offline mocks answer."""
+    provider: str = ""
+    """URN of the explicit provider resource that manages it ("" for a default provider)."""
 
     @property
     def is_kubernetes_object(self) -> bool:
@@ -228,6 +230,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
             replace_on_changes=tuple(request.replaceOnChanges),
             ignore_changes=tuple(request.ignoreChanges),
             computed=_computed(inputs, *registrations.get(f"{type_}::{name}::state", (None, {}))),
+            provider=request.provider.rsplit("::", 1)[0] if request.provider else "",  # a reference is "<urn>::<id>"
         ))
     resources.sort(key=lambda r: r.urn)
     return RenderResult(stack, resources)

@@ -22,6 +22,7 @@ from gpu_fabric.diff.paths import Path, format_path, is_under, parse_path
 from gpu_fabric.diff.replace_rules import (
     UPDATE_COMPUTED_OUTPUTS,
     forces_replacement,
+    provider_config_replaces,
     rolls_nodes,
     source_kind_switched,
 )
@@ -45,6 +46,7 @@ class PlannedResource(Protocol):
     ignore_changes: tuple[str, ...]
     dependencies: dict[str, tuple[str, ...]]
     computed: dict[str, Any]
+    provider: str
 
 
 class _Secret:
@@ -182,6 +184,7 @@ def compare(
     # Producers before consumers, so a replaced producer is known when its consumers are classified.
     graph = TopologicalSorter({
         urn: {dep for deps in resource.dependencies.values() for dep in deps if dep in new}
+        | ({resource.provider} if resource.provider in new else set())
         for urn, resource in new.items()
     })
     for urn in graph.static_order():
@@ -201,7 +204,13 @@ def compare(
         ]
         if source_kind_switched(resource.type, old_inputs[urn], new_inputs[urn]):
             changes = [Change(c.path, c.kind, c.old, c.new, c.replaces or len(c.path) == 1) for c in changes]
-        op = "same" if not changes else "replace" if any(c.replaces for c in changes) else "update"
+        provider_replaces = set(provider_config_replaces(resource.type, old_inputs[urn], new_inputs[urn]))
+        if provider_replaces:
+            changes = [Change(c.path, c.kind, c.old, c.new, c.replaces or str(c.path[0]) in provider_replaces) for c in changes]
+        # The engine replaces every resource of a replaced provider (step_generator.go,
+        # calculateDependentReplacements: "If the resource's provider is in the replace set").
+        provider_replaced = resource.custom and ops.get(resource.provider) == "replace"
+        op = "replace" if provider_replaced or any(c.replaces for c in changes) else "update" if changes else "same"
         ops[urn] = op
         if op == "same":
             continue
@@ -213,6 +222,8 @@ def compare(
             op, urn, resource.type, changes,
             rolls_nodes=rolls_nodes(resource.type, op, [c.path for c in changes]),
             old_state=_state(old[urn]), new_state=new_state,
+            hints=[f"its provider {resource.provider} is replaced, so it is deleted and created again"]
+            if provider_replaced else [],
         )
     for urn, resource in old.items():
         if urn not in new:

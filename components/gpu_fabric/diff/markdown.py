@@ -66,7 +66,7 @@ def _plural(count: int, word: str) -> str:
 def _reasons(step: Step) -> str:
     if step.op == "replace":
         reasons = step.replace_reasons or step.diff_reasons
-        text = "replaced because " + ", ".join(_code(r) for r in reasons) + " changed"
+        text = "replaced because " + ", ".join(_code(r) for r in reasons) + " changed" if reasons else "replaced"
     elif step.op == "update":
         keys = [change.key for change in step.changes] or step.diff_reasons
         shown = keys[:6]

@@ -8,15 +8,18 @@ names; a rule covers everything under its path, ``*`` matches any list index or 
 * pulumi-kubernetes decides in ``provider/pkg/provider/diff.go`` (``forceNewProperties``):
   ``metadata.name``/``metadata.namespace`` for every kind, plus a per-kind list.
 
-A resource's own ``replace_on_changes`` adds to these (``forces_replacement`` gives both the same
-semantics). The tests in ``tests/test_diff_rules.py`` pin every entry.
+A resource's own ``replace_on_changes`` adds to these (``forces_replacement``). The tests in
+``tests/test_diff_rules.py`` pin every entry.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+import json
+from typing import Any, Iterable, Mapping, Sequence
 
-from gpu_fabric.diff.paths import Path, matches, parse_path
+import yaml
+
+from gpu_fabric.diff.paths import Path, is_under, matches, parse_path
 
 PathPattern = Path
 
@@ -116,9 +119,52 @@ def provider_replace_patterns(type_token: str) -> tuple[PathPattern, ...]:
 
 
 def forces_replacement(type_token: str, path: Sequence, declared: Iterable[str] = ()) -> bool:
-    """Does a change at ``path`` replace a resource of ``type_token`` that declares ``declared`` replace_on_changes?"""
-    patterns = list(provider_replace_patterns(type_token)) + [parse_path(p) for p in declared]
-    return any(matches(pattern, path) for pattern in patterns)
+    """Does a change at ``path`` replace a resource of ``type_token`` that declares ``declared`` replace_on_changes?
+
+    A provider's field replaces when the change is under it or encloses it (a whole block added
+    contains the ForceNew attribute). A declared path replaces when the change is under it, as the
+    engine applies it (pulumi/pulumi pkg/resource/deploy/step_generator.go, applyReplaceOnChanges:
+    ``replaceOnChangePath.Contains(diffPath)``).
+    """
+    if any(matches(pattern, path) for pattern in provider_replace_patterns(type_token)):
+        return True
+    return any(is_under(path, parse_path(pattern)) for pattern in declared)
+
+
+KUBERNETES_PROVIDER = "pulumi:providers:kubernetes"
+
+
+def _active_cluster(inputs: Mapping[str, Any]) -> Any:
+    """The active cluster entry of a Kubernetes provider's kubeconfig (with the provider's overrides)."""
+    raw = inputs.get("kubeconfig")
+    try:
+        config = json.loads(raw) if isinstance(raw, str) and raw.lstrip().startswith("{") else yaml.safe_load(raw or "")
+    except (ValueError, yaml.YAMLError):
+        return raw  # not parseable: compare the text itself
+    if not isinstance(config, dict):
+        return raw
+    context_name = inputs.get("context") or config.get("current-context")
+    contexts = {c.get("name"): c.get("context") or {} for c in config.get("contexts") or [] if isinstance(c, dict)}
+    cluster_name = inputs.get("cluster") or contexts.get(context_name, {}).get("cluster")
+    clusters = {c.get("name"): c.get("cluster") for c in config.get("clusters") or [] if isinstance(c, dict)}
+    return clusters.get(cluster_name)
+
+
+def provider_config_replaces(type_token: str, old_inputs: Mapping[str, Any], new_inputs: Mapping[str, Any]) -> list[str]:
+    """The changed keys for which a provider resource is replaced (and with it everything it manages).
+
+    pulumi-kubernetes provider/pkg/provider/provider.go, ``DiffConfig``: a change to
+    ``renderYamlToDirectory`` replaces; otherwise every changed key replaces iff the kubeconfig's
+    active cluster (after the ``context``/``cluster`` overrides) changed.
+    """
+    if type_token != KUBERNETES_PROVIDER:
+        return []
+    changed = sorted(key for key in set(old_inputs) | set(new_inputs) if old_inputs.get(key) != new_inputs.get(key))
+    if not changed:
+        return []
+    if _active_cluster(old_inputs) != _active_cluster(new_inputs):
+        return changed
+    return [key for key in changed if key == "renderYamlToDirectory"]
 
 
 def source_kind_switched(type_token: str, old_inputs: Mapping, new_inputs: Mapping) -> bool:
