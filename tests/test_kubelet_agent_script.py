@@ -536,3 +536,40 @@ def test_a_queued_restart_is_waited_for_not_mistaken_for_the_new_kubelet(tmp_pat
     fake._kill()
     fake._spawn()  # the job runs
     assert agent.reconcile().ready and lease.released == 1 and fake.calls == ["restart kubelet.service"]
+
+
+# -- property: merging into any block-YAML config means exactly "the rest, plus the topology" ------
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_names = st.from_regex(r"[a-z][a-zA-Z]{0,12}", fullmatch=True).filter(lambda n: n not in kubelet_config.TOPOLOGY_KEYS)
+_scalars = st.one_of(st.integers(-5, 10**6), st.booleans(), st.text(st.characters(codec="ascii", exclude_categories=["Cc"]), max_size=30))
+_values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                         st.dictionaries(_names, inner, max_size=3)), max_leaves=6)
+_existing_topology = st.fixed_dictionaries({}, optional={
+    "topologyManagerPolicy": st.sampled_from(["none", "best-effort", "restricted"]),
+    "cpuManagerPolicy": st.sampled_from(["none", "static"]),
+    "reservedSystemCPUs": st.sampled_from(["0", "0-1", "2,3"]),
+    "cpuManagerPolicyOptions": st.just({"full-pcpus-only": "true"}),
+})
+_topologies = st.sampled_from([
+    SEED, STATIC,
+    KubeletTopology.model_validate({"policy": "single-numa-node", "scope": "pod", "policyOptions": {"prefer-closest-numa-nodes": True}}),
+    KubeletTopology.model_validate({"policy": "best-effort", "policyOptions": {"max-allowable-numa-nodes": 16}}),
+])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(_names, _values, max_size=6), _existing_topology, _topologies, st.booleans())
+def test_merging_keeps_every_other_key_and_sets_exactly_the_topology(rest, existing, topology, as_json) -> None:
+    document = {**rest, **existing}
+    text = json.dumps(document, indent=2) if as_json else yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
+    desired = kubelet_config_fields(topology)
+    merged = kubelet_config.merge_config_text(text, desired)
+    if merged is None:
+        assert kubelet_config.running_topology(document) == kubelet_config.running_topology(desired)
+        return
+    assert yaml.safe_load(merged) == {**rest, **desired}
+    assert kubelet_config.merge_config_text(merged, desired) is None  # idempotent: a second pass changes nothing
