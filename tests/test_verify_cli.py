@@ -345,3 +345,15 @@ def test_an_efa_node_with_31_devices_a_lost_taint_and_a_lagging_plugin_fail(tmp_
         ("node ip-10-0-1-2", "allocatable vpc.amazonaws.com/efa", 32, 31, "fail"),
         ("DaemonSet kube-system/aws-efa-k8s-device-plugin", "pods ready", 4, 3, "fail"),
     ]
+
+
+def test_a_device_plugin_edited_to_run_elsewhere_fails(tmp_path, capsys):
+    cluster = efa_cluster()
+    template = cluster.objects[EFA_PLUGIN]["spec"]["template"]["spec"]
+    rendered = dict(template["nodeSelector"])
+    template["nodeSelector"] = {**rendered, "kubernetes.io/arch": "arm64"}
+    code, out, _ = verify_against(cluster, tmp_path, capsys, "--json", stack="aws-efa")
+    assert code == 1
+    ((subject, check, expected, found, status),) = problems(out)
+    assert (subject, check, status) == ("DaemonSet kube-system/aws-efa-k8s-device-plugin", "pod nodeSelector", "fail")
+    assert expected == rendered and found["kubernetes.io/arch"] == "arm64"

@@ -7,6 +7,7 @@ expected and what was found, so a failure reads like the walkthrough's manual ch
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
 
@@ -14,9 +15,11 @@ from gpu_fabric.quantity import QuantityError, parse_quantity
 from gpu_fabric.spec.pool import labels_identify_pool
 from gpu_fabric.verify.expectations import (
     KUBELET_TOPOLOGY_DEFAULTS,
+    PLACEMENT_FIELDS,
     ObjectExpectation,
     PoolExpectation,
     StackExpectations,
+    pod_placement,
 )
 from gpu_fabric.verify.snapshot import ClusterSnapshot, KubeletConfigResult
 
@@ -40,7 +43,7 @@ class Check:
 
     def sentence(self) -> str:
         """``node gpu-2: allocatable device.gpustack.ai/rdma: expected 2, found 1``."""
-        text = f"{self.subject}: {self.name}: expected {_show(self.expected)}, found {_show(self.found)}"
+        text = f"{self.subject}: {self.name}: expected {show(self.expected)}, found {show(self.found)}"
         return f"{text} ({self.detail})" if self.detail else text
 
     def as_dict(self) -> dict[str, Any]:
@@ -52,9 +55,10 @@ class Check:
         return data
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{key}: {item}" for key, item in value.items()) + "}" if value else "{}"
+def show(value: Any) -> str:
+    """A value as a report prints it: scalars as text, mappings and lists as compact JSON."""
+    if isinstance(value, (Mapping, list)):
+        return json.dumps(value, sort_keys=True, separators=(", ", ": "))
     return str(value)
 
 
@@ -247,7 +251,7 @@ def pool_result(pool: PoolExpectation, members: Sequence[Mapping[str, Any]], sna
 
 
 def object_checks(expectation: ObjectExpectation, found: Optional[Mapping[str, Any]]) -> list[Check]:
-    """The object exists; a DaemonSet also has every scheduled pod ready."""
+    """The object exists; a DaemonSet also has every scheduled pod ready and runs where it was rendered to."""
     ref = expectation.ref
     subject = ref.label()
     if found is None:
@@ -258,6 +262,14 @@ def object_checks(expectation: ObjectExpectation, found: Optional[Mapping[str, A
         desired, ready = status.get("desiredNumberScheduled", 0), status.get("numberReady", 0)
         checks.append(Check(subject, "pods ready", desired, ready, PASS if ready == desired else FAIL,
                             "numberReady vs desiredNumberScheduled"))
+    if expectation.placement or expectation.rollout:
+        live = pod_placement(found)
+        for key in PLACEMENT_FIELDS:
+            want, got = expectation.placement.get(key), live.get(key)
+            if want is None and got is None:
+                continue
+            checks.append(Check(subject, f"pod {key}", want if want is not None else ABSENT,
+                                got if got is not None else ABSENT, PASS if want == got else FAIL))
     return checks
 
 

@@ -78,6 +78,9 @@ class ObjectExpectation:
     ref: ObjectRef
     rollout: bool = False
     """Compare ``status.numberReady`` with ``status.desiredNumberScheduled`` (DaemonSets)."""
+    placement: dict[str, Any] = field(default_factory=dict)
+    """Pod-template fields that decide where a DaemonSet runs (``nodeSelector``, ``affinity``,
+    ``tolerations``), as rendered: a live DaemonSet edited away from them no longer serves the pools."""
 
 
 @dataclass(frozen=True)
@@ -144,12 +147,22 @@ def pool_expectation(pool: PoolSpec) -> PoolExpectation:
     )
 
 
+PLACEMENT_FIELDS = ("nodeSelector", "affinity", "tolerations")
+
+
+def pod_placement(workload: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`PLACEMENT_FIELDS` a workload's pod template sets (empty values count as unset)."""
+    pod_spec = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return {key: pod_spec[key] for key in PLACEMENT_FIELDS if pod_spec.get(key)}
+
+
 def object_expectations(manifests: Iterable[Mapping[str, Any]]) -> list[ObjectExpectation]:
     """One expectation per registered manifest (duplicates collapse), sorted by reference."""
     expectations = {}
     for manifest in manifests:
         ref = ObjectRef.of(manifest)
-        expectations[ref] = ObjectExpectation(ref, rollout=ref.kind == "DaemonSet" and ref.group_version == ("apps", "v1"))
+        daemonset = ref.kind == "DaemonSet" and ref.group_version == ("apps", "v1")
+        expectations[ref] = ObjectExpectation(ref, rollout=daemonset, placement=pod_placement(manifest) if daemonset else {})
     return [expectations[ref] for ref in sorted(expectations)]
 
 

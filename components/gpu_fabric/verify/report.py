@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from gpu_fabric.verify.checks import FAIL, INCONCLUSIVE, PASS, Check, PoolResult, VerifyReport
+from gpu_fabric.verify.checks import FAIL, INCONCLUSIVE, PASS, Check, PoolResult, VerifyReport, show
 
 _MARK = {PASS: "ok", FAIL: "FAIL", INCONCLUSIVE: "INCONCLUSIVE"}
 
@@ -14,8 +14,8 @@ def _cell(check: Check | None) -> str:
     if check is None:
         return "-"
     if check.status == PASS:
-        return str(check.found)
-    return f"{check.found} (want {check.expected})"
+        return "as rendered" if isinstance(check.found, (dict, list)) else str(check.found)
+    return f"{show(check.found)} (want {show(check.expected)})"
 
 
 def _table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
