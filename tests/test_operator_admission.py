@@ -577,3 +577,43 @@ def test_configuration_pool_and_binding_rules_at_their_paths(change, path, fragm
         load_config(values)
     problems = dict(refused.value.problems)
     assert path in problems and fragment in problems[path], problems
+
+
+# ---- KVCacheBackend webhook (kv_cache_backend.go), object-only rules -------------------------------------------
+
+
+@pytest.mark.parametrize("change, path, fragment", [
+    (lambda b: b["spec"]["connection"].update(external={"endpoints": [{"name": "Client", "address": "x:1"}]}),
+     "spec.connection", 'only one of "managed" or "external" may be set'),
+    (lambda b: b["spec"]["connection"].pop("managed"), "spec.connection", 'one of "managed" or "external" must be set'),
+    (lambda b: b["spec"]["connection"]["managed"]["leader"].update(replicas=3), "spec.connection.managed.leader.replicas",
+     "more than one leader requires leader.highAvailability"),
+    (lambda b: b["spec"]["connection"]["managed"]["members"][0].update(capacityPerMember="0"),
+     "spec.connection.managed.members[0].capacityPerMember", "must be greater than 0"),
+    (lambda b: b["metadata"].update(name="a" * 60), "metadata.name", "this backend renders an object named"),
+    (lambda b: b["spec"].update(image="  "), "spec.image", "must not be blank"),
+    (lambda b: b["spec"].update(imagePullSecrets=[{"name": ""}]), "spec.imagePullSecrets[0].name",
+     "name of the referenced secret must be specified"),
+])
+def test_backend_rules(change, path, fragment):
+    """validateKVCacheBackendSpec and the helpers it calls."""
+    backend = kv_backend()
+    change(backend)
+    found = errors(backend)
+    assert any(p == path and fragment in m for p, m in found), found
+
+
+@pytest.mark.parametrize("endpoints, fragment", [
+    ([{"name": "Client", "address": "mooncake:50051"}], 'an entry named "Admin" is required'),
+    ([{"name": "Client", "address": "mooncake"}, {"name": "Admin", "address": "mooncake:9003"}], "must be host:port"),
+    ([{"name": "Client", "address": "mooncake:70000"}, {"name": "Admin", "address": "mooncake:9003"}], "outside 1-65535"),
+    ([{"name": "Client", "address": " mooncake:1"}, {"name": "Admin", "address": "mooncake:9003"}], "must not begin or end"),
+])
+def test_external_backend_endpoints(endpoints, fragment):
+    """validateKVCacheBackendExternal / checkHostPort."""
+    backend = kv_backend(managed=False)
+    backend["spec"]["connection"]["external"]["endpoints"] = endpoints
+    assert any(fragment in message for _, message in errors(backend)), errors(backend)
+    backend["spec"]["connection"]["external"]["endpoints"] = [{"name": "Client", "address": "mooncake:50051"},
+                                                              {"name": "Admin", "address": "mooncake:9003"}]
+    assert errors(backend) == []

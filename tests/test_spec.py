@@ -89,7 +89,9 @@ def test_privileged_mooncake_members_are_refused():
 def test_connection_needs_exactly_one_mode():
     values = seed_values()
     values["kvCacheBackends"][0]["connection"]["external"] = {"endpoints": [{"name": "Client", "address": "x:1"}]}
-    assert "exactly one of managed and external" in problems(values)["kvCacheBackends[0].connection"]
+    # The operator's rule and words (validateKVCacheBackendConnection).
+    assert problems(values)["kvCacheBackends[0].connection"] == (
+        'only one of "managed" or "external" may be set: a backend with both describes two')
 
 
 def test_server_role_cannot_mix_with_prefill():

@@ -30,6 +30,7 @@ SOURCE_FILES: dict[str, str] = {
     "pkg/worker/webhooks/worker/model_deployment_elastic.go": "162ac62c51f7c7d371db913283d06156b848e24b",
     "pkg/worker/kvcache/inject/engine.go": "08b7e187de74753e042476fcd23529a692fc4f10",
     "pkg/worker/elasticprofile/profile.go": "93fc9092e9ef7f4859516f7c2b88c5c4e19df848",
+    "pkg/worker/webhooks/worker/kv_cache_backend.go": "1779919b52e2dbbe57ebab7abd8cf53d0bb3c2e3",
     "pkg/worker/webhooks/worker/kv_cache_pool.go": "3879479c370a0dcb01a28a42a3d07faf1c6b8fd3",
     "pkg/worker/webhooks/worker/kv_cache_pool_binding.go": "117f57bf066ffe4c47c494f2565ac30549d57acc",
     "api/worker/v1alpha1/zz_generated.crds.go": SCHEMA_COMMIT,

@@ -32,6 +32,7 @@ from typing import Any, Iterable, Mapping
 
 from gpu_fabric.admission import (
     ENGINE_VLLM,
+    backend_findings,
     binding_findings,
     duplicate_value,
     pool_findings,
@@ -229,7 +230,10 @@ def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, finding
             if not refusals:
                 index.pools[name] = obj
         elif kind == "KVCacheBackend":
-            index.backends[name] = obj
+            refusals = backend_findings(obj)
+            findings.extend(refusals)
+            if not refusals:
+                index.backends[name] = obj
     return index
 
 

@@ -308,16 +308,10 @@ class External(SpecModel):
 
 
 class Connection(SpecModel):
-    """Exactly one of ``managed`` and ``external``."""
+    """Exactly one of ``managed`` and ``external`` (the operator's backend webhook refuses any other shape)."""
 
     managed: Optional[Managed] = None
     external: Optional[External] = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> "Connection":
-        if (self.managed is None) == (self.external is None):
-            raise ValueError("connection needs exactly one of managed and external")
-        return self
 
 
 class KVCacheBackendSpec(SpecModel):
