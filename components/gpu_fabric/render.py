@@ -50,6 +50,16 @@ class RenderedResource:
     """URN of the explicit provider resource that manages it ("" for a default provider)."""
 
     @property
+    def public_inputs(self) -> dict[str, Any]:
+        """``inputs`` with every secret value replaced by ``[secret]``: what may be written to a file."""
+        return _secrets(self.inputs, reveal=False)
+
+    @property
+    def policy_inputs(self) -> dict[str, Any]:
+        """``inputs`` with secrets unwrapped, as the analyzer hands them to a policy."""
+        return _secrets(self.inputs, reveal=True)
+
+    @property
     def is_kubernetes_object(self) -> bool:
         """True for pulumi-kubernetes resources that carry a full manifest."""
         return self.type.startswith("kubernetes:") and "apiVersion" in self.inputs and "kind" in self.inputs
@@ -116,14 +126,12 @@ SECRET_PLACEHOLDER = "[secret]"
 
 def _plain(value: Any) -> Any:
     """Undo the wire's number encoding (every number is a double); unknowns become the engine's
-    unknown sentinel (as a policy sees them at preview), secrets :data:`SECRET_PLACEHOLDER`."""
+    unknown sentinel (as a policy sees them at preview). Secrets keep the wire's secret wrapper."""
     from pulumi.output import Unknown
     from pulumi.runtime import rpc
 
     if isinstance(value, Unknown):
         return rpc.UNKNOWN
-    if rpc.is_rpc_secret(value):
-        return SECRET_PLACEHOLDER
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
@@ -131,6 +139,32 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(item) for item in value]
     return value
+
+
+def _secrets(value: Any, reveal: bool) -> Any:
+    """Every wire-format secret replaced by its value (``reveal``) or by :data:`SECRET_PLACEHOLDER`."""
+    from pulumi.runtime import rpc
+
+    if rpc.is_rpc_secret(value):
+        return _secrets(rpc.unwrap_rpc_secret(value), reveal) if reveal else SECRET_PLACEHOLDER
+    if isinstance(value, dict):
+        return {key: _secrets(item, reveal) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_secrets(item, reveal) for item in value]
+    return value
+
+
+def _secure_values(value: Any) -> tuple[Any, bool]:
+    """``{secure: <ciphertext>}`` leaves (which an offline render cannot decrypt) as the placeholder."""
+    if isinstance(value, dict) and set(value) == {"secure"} and isinstance(value["secure"], str):
+        return SECRET_PLACEHOLDER, True
+    if isinstance(value, dict):
+        items = {key: _secure_values(item) for key, item in value.items()}
+        return {key: item for key, (item, _) in items.items()}, any(found for _, found in items.values())
+    if isinstance(value, list):
+        items = [_secure_values(item) for item in value]
+        return [item for item, _ in items], any(found for _, found in items)
+    return value, False
 
 
 def _computed(inputs: dict[str, Any], id_: Optional[str], state: dict[str, Any]) -> dict[str, Any]:
@@ -217,7 +251,9 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
     from gpu_fabric.catalog import BundledInstanceCatalog, use_catalog
 
     use_catalog(BundledInstanceCatalog())  # offline: instance facts from the bundled table, never EC2
-    set_all_config({key: _engine_encoding(value) for key, value in values.items()})
+    decoded = {key: _secure_values(value) for key, value in values.items()}
+    set_all_config({key: _engine_encoding(value) for key, (value, _) in decoded.items()},
+                   [key for key, (_, secure) in decoded.items() if secure])
     pulumi.runtime.set_mocks(mocks, project=PROJECT_NAME, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
     _sync_await(run_pulumi_func(program))
 

@@ -44,14 +44,52 @@ def read_configuration() -> dict[str, Any]:
     return values
 
 
+# Configuration keys that may be Pulumi secrets, and the kinds whose ``spec`` is made of them: a
+# secret key's objects are registered with a secret ``spec`` (encrypted in the state, "[secret]"
+# in a render). Other keys make names, labels and node groups that cannot be secret.
+SECRET_CAPABLE_KEYS: dict[str, str] = {
+    "modelDeployments": "ModelDeployment",
+    "kvCacheBackends": "KVCacheBackend",
+    "kvCachePools": "KVCachePool",
+    "kvCachePoolBindings": "KVCachePoolBinding",
+}
+
+
+def secret_configuration_keys() -> list[str]:
+    """The ``gpu-fabric:*`` keys the stack holds as Pulumi secrets; others than :data:`SECRET_CAPABLE_KEYS` are refused."""
+    from pulumi.runtime.config import is_config_secret
+
+    secret = [key for key in config_keys() if is_config_secret(f"{CONFIG_NAMESPACE}:{key}")]
+    refused = [key for key in secret if key not in SECRET_CAPABLE_KEYS]
+    if refused:
+        raise ConfigError((key, "is a secret, but it makes names, labels or node groups that cannot be kept secret; "
+                                f"only {', '.join(SECRET_CAPABLE_KEYS)} may be secrets") for key in refused)
+    return secret
+
+
+def _secret_specs(kinds: set[str]):
+    """A transformation that registers the ``spec`` of objects of ``kinds`` as a secret Output."""
+
+    def transform(args: pulumi.ResourceTransformationArgs) -> Optional[pulumi.ResourceTransformationResult]:
+        props = args.props
+        if isinstance(props, dict) and props.get("kind") in kinds and props.get("spec") is not None:
+            return pulumi.ResourceTransformationResult({**props, "spec": pulumi.Output.secret(props["spec"])}, args.opts)
+        return None
+
+    return transform
+
+
 def build_stack(name: str = "fabric") -> GpuFabric:
     """Validate the whole configuration, then register the fabric and export its entry points."""
     values = read_configuration()
+    secret_kinds = {SECRET_CAPABLE_KEYS[key] for key in secret_configuration_keys()}
     # Every problem, with its path, before the first resource exists. The region comes from the
     # stack's configuration only (aws:region), never the environment, so a render is hermetic.
     config = load_config(values, aws_region=pulumi.Config("aws").get("region"))
     provider = kubernetes_provider(config.kubernetes)
     opts = pulumi.ResourceOptions(providers={"kubernetes": provider}) if provider else None
+    if secret_kinds:
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[_secret_specs(secret_kinds)]))
     fabric = GpuFabric(name, values, opts, validated=config)
     pulumi.export("localQueues", fabric.local_queues)
     return fabric

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         result = render_or_report(stack, args.project, preview=args.preview)
         if result is None:
             return EXIT_USAGE
-        resources = [Resource(r.type, r.name, r.urn, r.inputs, r.parent, r.dependencies) for r in result.resources]
+        resources = [Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies) for r in result.resources]
         skipped: list[NotApplicable] = []
         violations = run_policies(ALL_POLICIES, resources, not_applicable=skipped)
         text = report(stack, len(resources), len(ALL_POLICIES), violations, describe_stack_domains(resources), skipped)

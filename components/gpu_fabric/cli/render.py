@@ -103,10 +103,11 @@ def manifest_path(manifest: dict[str, Any]) -> str:
 
 def rendered_files(result) -> dict[str, str]:
     """Every file a render writes (path relative to ``--out`` -> text): the manifests and ``resources.json``."""
-    files = {f"{MANIFEST_DIR}/{manifest_path(r.inputs)}": manifest_text(r.inputs)
+    # Secret values (Pulumi secrets in the configuration) are written as "[secret]", never in clear.
+    files = {f"{MANIFEST_DIR}/{manifest_path(r.inputs)}": manifest_text(r.public_inputs)
              for r in result.resources if r.is_kubernetes_object}
     listing = [
-        {"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent, "custom": r.custom, "inputs": r.inputs}
+        {"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent, "custom": r.custom, "inputs": r.public_inputs}
         for r in result.resources
     ]
     files[RESOURCES_FILE] = json.dumps(listing, indent=2, sort_keys=True) + "\n"
@@ -148,5 +149,5 @@ def domain_lines(rendered_resources) -> list[str]:
     from gpu_fabric.policies._props import Resource
     from gpu_fabric.policies.efa_domains import describe_stack_domains
 
-    resources = [Resource(r.type, r.name, r.urn, r.inputs, r.parent, r.dependencies) for r in rendered_resources]
+    resources = [Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies) for r in rendered_resources]
     return describe_stack_domains(resources)

@@ -195,8 +195,6 @@ class Role(SpecModel):
 
     _shm = field_validator("shm_size")(_check_quantity)
 
-    _shm_quantity = field_validator("shm_size")(_check_quantity)
-
     @field_validator("name")
     @classmethod
     def _dns_label(cls, value: str) -> str:

@@ -1,0 +1,76 @@
+"""Configuration given as Pulumi secrets stays secret: secret Outputs in the program, ``[secret]`` in files."""
+
+import json
+
+from pulumi.runtime import rpc
+
+from bad_input import dump, project_with, run_cli, stack_document
+from gpu_fabric.render import render_stack
+from stack_configs import PROJECT_DIR, stack_values
+
+TOKEN = "hf_live_token_do_not_print"
+
+
+def seed_with_token():
+    values = stack_values("seed-rdma")
+    values["modelDeployments"][0]["roles"][0]["env"] = [{"name": "HF_TOKEN", "value": TOKEN}]
+    return {f"gpu-fabric:{key}": value for key, value in values.items()}
+
+
+def test_a_secret_key_registers_its_objects_with_a_secret_spec(monkeypatch):
+    from pulumi.runtime import config as runtime_config
+
+    real = runtime_config.set_all_config
+
+    def with_secret_key(config, secret_keys=None):
+        real(config, [*(secret_keys or []), "gpu-fabric:modelDeployments"])
+
+    monkeypatch.setattr(runtime_config, "set_all_config", with_secret_key)
+    result = render_stack("seed-rdma", PROJECT_DIR, config=seed_with_token())
+    deployment = next(r for r in result.resources if r.type.endswith(":ModelDeployment"))
+    assert rpc.is_rpc_secret(deployment.inputs["spec"]), "the ModelDeployment spec is a secret Output"
+    assert TOKEN in json.dumps(deployment.policy_inputs)  # policies read the value, as in the analyzer
+    assert TOKEN not in json.dumps(deployment.public_inputs) and deployment.public_inputs["spec"] == "[secret]"
+    others = [r for r in result.resources if r is not deployment]
+    assert not any(rpc.is_rpc_secret(r.inputs.get("spec")) for r in others), "only the secret key's objects"
+
+
+def test_render_writes_secret_for_a_secure_value_and_check_still_runs(tmp_path):
+    document = stack_document("seed-rdma")
+    document["config"]["gpu-fabric:modelDeployments"][0]["roles"][0]["env"] = [
+        {"name": "HF_TOKEN", "value": {"secure": "v1:AAAABBBBCCCC"}}]
+    project = project_with(tmp_path / "project", dump(document))
+    render = run_cli("render", "--project", str(project), "--stack", "x", "--out", str(tmp_path / "out"))
+    assert render.code == 0, render.describe()
+    written = "".join(p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert "v1:AAAABBBBCCCC" not in written
+    manifest = next((tmp_path / "out" / "k8s" / "team-a").glob("modeldeployment-*.yaml")).read_text()
+    assert "spec: '[secret]'" in manifest
+    check = run_cli("check", "--project", str(project), "--stack", "x")
+    assert check.code == 0, check.describe()
+
+
+def test_keys_that_cannot_be_secret_are_refused(tmp_path):
+    document = stack_document("seed-rdma")
+    document["config"]["gpu-fabric:namespaces"] = [{"secure": "v1:AAAA"}]
+    outcome = run_cli("render", "--project", str(project_with(tmp_path, dump(document))), "--stack", "x",
+                      "--out", str(tmp_path / "out"))
+    assert outcome.code == 2 and "namespaces: is a secret" in outcome.err, outcome.describe()
+
+
+def test_the_documented_token_volume_is_accepted():
+    import re
+
+    import yaml
+
+    from gpu_fabric.spec.fabric import load_config
+
+    readme = (PROJECT_DIR / "README.md").read_text()
+    section = readme[readme.index("### Secrets and model tokens"):]
+    snippet = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1).replace("          # ...\n", ""))
+    role = snippet["roles"][0]
+    values = stack_values("seed-rdma")
+    values["modelDeployments"][0]["roles"][0].update(env=role["env"], additionalVolumes=role["additionalVolumes"])
+    config = load_config(values)
+    volume = config.model_deployments[0].roles[0].additional_volumes[0]
+    assert volume.secret.name == "hf-token" and volume.read_only is True
