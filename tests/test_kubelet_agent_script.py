@@ -95,10 +95,10 @@ class FakeHost:
         self.kubelet_up = True
 
     def _kill(self) -> None:
-        for entry in self.proc.iterdir():
-            for child in entry.iterdir():
+        for process in self.proc.iterdir():
+            for child in process.iterdir():
                 child.unlink()
-            entry.rmdir()
+            process.rmdir()
         self.kubelet_up = False
 
     # -- systemd ------------------------------------------------------------------------------------
