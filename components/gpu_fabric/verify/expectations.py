@@ -16,8 +16,11 @@ from gpu_fabric.spec.pool import EFA_PRESENT_LABEL, PoolSpec
 from gpu_fabric.topology import kubelet_config_fields
 from gpu_fabric.transfer import EFA_KEY, RDMA_EXCLUSIVE_KEY, RDMA_PARTITIONED_KEY
 
-# What a kubelet runs when its configuration leaves a topology key out (kubelet defaults, the
-# same defaults ``KubeletTopology.from_kubelet_config`` assumes).
+# What a kubelet runs when its configuration leaves a topology key out: kubernetes/kubernetes
+# pkg/kubelet/apis/config/v1beta1/defaults.go, SetDefaults_KubeletConfiguration (TopologyManagerPolicy
+# "none", TopologyManagerScope "container", CPUManagerPolicy "none"); configz shows the defaulted
+# configuration, so these only matter for a hand-made or partial answer. The same defaults
+# ``KubeletTopology.from_kubelet_config`` assumes.
 KUBELET_TOPOLOGY_DEFAULTS: dict[str, Any] = {
     "topologyManagerPolicy": "none",
     "topologyManagerScope": "container",

@@ -24,8 +24,14 @@ from typing import Any, Iterable, Sequence
 from gpu_fabric.spec.pool import PoolSpec
 from gpu_fabric.verify.checks import FAIL, INCONCLUSIVE, PASS, Check, Status
 
+# aws/aws-ofi-nccl src/nccl_ofi_net.cpp, nccl_net_ofi_query_provider_capabilities():
+#   NCCL_OFI_INFO(..., "Selected provider is %s, fabric is %s (found %d nics)", prov_name, fabric name, count)
+# and the C plugin of 1.7 and older (src/nccl_ofi_net.c, init): "Selected Provider is %s (found %d nics)";
+# NCCL_OFI_INFO prefixes "NET/OFI ". Some older releases print the provider without a count.
 _OFI_PROVIDER = re.compile(r"(?:NET/OFI\s+)?Selected\s+provider\s+is\s+(?P<provider>[A-Za-z0-9_.-]+)", re.IGNORECASE)
 _OFI_NICS = re.compile(r"\(found\s+(?P<nics>\d+)\s+nics?\)", re.IGNORECASE)
+# NVIDIA/nccl src/transport/net_ib.cc, ncclIbInit(): INFO(..., "NET/IB : Using%s %s; OOB %s:%s", line, ...)
+# where line lists " [%d]%s:%d/%s" (index, device, port, IB or RoCE) per device.
 _IB_DEVICES = re.compile(r"NET/IB\s*:\s*Using\s+(?P<devices>(?:\[\d+\]\S+\s*)+)", re.IGNORECASE)
 _IB_DEVICE = re.compile(r"\[\d+\](\S+)")
 _IB_USE = re.compile(r"Using\s+network\s+IB\b|via\s+NET/IB\b", re.IGNORECASE)
