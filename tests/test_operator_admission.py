@@ -617,3 +617,18 @@ def test_external_backend_endpoints(endpoints, fragment):
     backend["spec"]["connection"]["external"]["endpoints"] = [{"name": "Client", "address": "mooncake:50051"},
                                                               {"name": "Admin", "address": "mooncake:9003"}]
     assert errors(backend) == []
+
+
+@pytest.mark.parametrize("change, path, fragment", [
+    (lambda m: m.update(localBufferSize="-1Gi"), "spec.connection.managed.members[0].localBufferSize", "must not be negative"),
+    (lambda m: m.update(nodeSelector={"bad key!": "x"}), "spec.connection.managed.members[0].nodeSelector[bad key!]",
+     "is not a label key"),
+    (lambda m: m.update(nodeSelector={"kvcache": "not ok"}), "spec.connection.managed.members[0].nodeSelector[kvcache]",
+     "is not a label value"),
+    (lambda m: m.update(image=" "), "spec.connection.managed.members[0].image", "must not be blank"),
+])
+def test_backend_member_rules(change, path, fragment):
+    """validateKVCacheBackendMember."""
+    backend = kv_backend()
+    change(backend["spec"]["connection"]["managed"]["members"][0])
+    assert any(p == path and fragment in m for p, m in errors(backend)), errors(backend)

@@ -689,6 +689,7 @@ def _backend_managed(managed: Mapping[str, Any]) -> list[tuple[str, str]]:
                           "Kubernetes Lease; without it every replica would serve"))
     members = managed.get("members") if isinstance(managed.get("members"), list) else []
     for i, member in enumerate(members):
+        found += _backend_member(member if isinstance(member, Mapping) else {}, f"spec.connection.managed.members[{i}]")
         capacity = _quantity((member or {}).get("capacityPerMember")) if isinstance(member, Mapping) else None
         if capacity is not None and capacity <= 0:
             found.append((f"spec.connection.managed.members[{i}].capacityPerMember",
@@ -701,4 +702,40 @@ def _backend_managed(managed: Mapping[str, Any]) -> list[tuple[str, str]]:
     grace = scale_in.get("gracePeriodSeconds")
     if grace is not None and _int(grace, 0) < 0:
         found.append(("spec.connection.managed.scaleIn.gracePeriodSeconds", "must not be negative"))
+    return found
+
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    """``validation.IsValidLabelValue``."""
+    problems = []
+    if len(value) > 63:
+        problems.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.match(value):
+        problems.append(_regex_error("a valid label must be an empty string or consist of alphanumeric characters, "
+                                     "'-', '_' or '.', and must start and end with an alphanumeric character",
+                                     "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?", "MyValue", "my_value", "12345"))
+    return problems
+
+
+def _backend_member(member: Mapping[str, Any], path: str) -> list[tuple[str, str]]:
+    """validateKVCacheBackendMember: localBufferSize not negative, a node selector made of labels, no blank image."""
+    found = []
+    buffer = _quantity(member.get("localBufferSize")) if member.get("localBufferSize") is not None else None
+    if buffer is not None and buffer < 0:
+        found.append((f"{path}.localBufferSize", "must not be negative: it is added to the member Pod's memory request"))
+    selector = member.get("nodeSelector") if isinstance(member.get("nodeSelector"), Mapping) else {}
+    for key in sorted(selector, key=str):
+        problems = is_qualified_name(str(key))
+        if problems:
+            found.append((f"{path}.nodeSelector[{key}]", "is not a label key: " + "; ".join(problems)))
+        problems = is_valid_label_value(str(selector[key]))
+        if problems:
+            found.append((f"{path}.nodeSelector[{key}]", "is not a label value: " + "; ".join(problems)))
+    image = member.get("image")
+    if isinstance(image, str) and image and not image.strip():
+        found.append((f"{path}.image", "must not be blank: an image is either named here or left out so the "
+                                       "backend's decides"))
     return found
