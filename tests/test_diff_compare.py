@@ -96,7 +96,7 @@ def test_new_parent_is_delete_plus_create_with_an_alias_hint():
     for new in (moved, renamed):
         steps = {step.op: step for step in compare([old], [new]).steps}
         assert set(steps) == {"delete", "create"}
-        assert old.urn in steps["create"].hints[0] and "aliases=[pulumi.Alias(" in steps["create"].hints[0]
+        assert f'aliases=["{old.urn}"]' in steps["create"].hints[0]
         assert new.urn in steps["delete"].hints[0]
     unrelated = resource("kubernetes:apps/v1:DaemonSet", "other", {"metadata": {"name": "q", "namespace": "x"}})
     assert all(not step.hints for step in compare([old], [unrelated]).steps)
@@ -135,3 +135,50 @@ def test_resources_of_a_replaced_provider_are_replaced_with_a_hint():
     assert steps["kubernetes"].op == "replace" and steps["kubernetes"].replace_reasons == ["kubeconfig"]
     assert steps["plugin"].op == "replace" and "provider" in steps["plugin"].hints[0]
     assert compare(stack("https://a"), stack("https://a")).steps == []
+
+
+def test_following_the_alias_hint_turns_delete_plus_create_into_the_same_resource():
+    """Aliases as the SDK sends them (specs), resolved by the render, matched by the comparison."""
+    import pulumi
+    import pulumi_kubernetes as k8s
+
+    from gpu_fabric.render import render_stack
+
+    class Box(pulumi.ComponentResource):
+        def __init__(self, name, kind, opts=None):
+            super().__init__(f"test:index:{kind}", name, {}, opts)
+
+    def program(renamed: bool, aliased: bool):
+        def run():
+            parent = Box("box", "NewBox" if renamed else "Box")
+            options = {"parent": parent}
+            if aliased:
+                options["aliases"] = ["urn:pulumi:dev::gpu-fabric::test:index:Box$kubernetes:core/v1:ConfigMap::cm"]  # what the hint says
+            k8s.core.v1.ConfigMap("cm", metadata={"name": "cm"}, data={"a": "1"}, opts=pulumi.ResourceOptions(**options))
+        return run
+
+    base = render_stack("dev", ".", config={}, program=program(False, False)).resources
+    moved = render_stack("dev", ".", config={}, program=program(True, False)).resources
+    fixed = render_stack("dev", ".", config={}, program=program(True, True)).resources
+    config_map = lambda digest: sorted(s.op for s in digest.steps if s.type == "kubernetes:core/v1:ConfigMap")
+    digest = compare(base, moved)
+    assert config_map(digest) == ["create", "delete"]
+    created = next(s for s in digest.steps if s.op == "create" and s.type == "kubernetes:core/v1:ConfigMap")
+    assert 'aliases=["urn:pulumi:dev::gpu-fabric::test:index:Box$kubernetes:core/v1:ConfigMap::cm"]' in created.hints[0]
+    assert config_map(compare(base, fixed)) == []
+    cm = next(r for r in fixed if r.type == "kubernetes:core/v1:ConfigMap")
+    assert cm.aliases == ("urn:pulumi:dev::gpu-fabric::test:index:Box$kubernetes:core/v1:ConfigMap::cm",)
+
+
+def test_alias_specs_resolve_to_engine_urns():
+    import pulumi
+
+    from gpu_fabric.render import render_stack
+
+    def run():
+        parent = pulumi.ComponentResource("test:index:Box", "box")
+        pulumi.ComponentResource("test:index:Leaf", "leaf-v2", opts=pulumi.ResourceOptions(
+            parent=parent, aliases=[pulumi.Alias(name="leaf")]))
+
+    (leaf,) = [r for r in render_stack("dev", ".", config={}, program=run).resources if r.name == "leaf-v2"]
+    assert "urn:pulumi:dev::gpu-fabric::test:index:Box$test:index:Leaf::leaf" in leaf.aliases

@@ -48,6 +48,8 @@ class RenderedResource:
     """What the provider computes (``id`` and outputs that are not inputs), as the offline mocks answer."""
     provider: str = ""
     """URN of the explicit provider resource that manages it ("" for a default provider)."""
+    aliases: tuple[str, ...] = ()
+    """URNs the resource was known by before (``ResourceOptions.aliases``), resolved as the engine does."""
 
     @property
     def public_inputs(self) -> dict[str, Any]:
@@ -167,6 +169,22 @@ def _secure_values(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
+def _alias_urns(request: Any, stack: str) -> tuple[str, ...]:
+    """The URNs of a registration's aliases: given ones as they are, specs completed from the resource."""
+    from gpu_fabric.diff.urn import engine_urn
+
+    urns = list(request.aliasURNs)
+    for alias in request.aliases:
+        if alias.urn:
+            urns.append(alias.urn)
+            continue
+        spec = alias.spec
+        parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+        urns.append(engine_urn(spec.stack or stack, spec.project or PROJECT_NAME, spec.type or request.type,
+                               spec.name or request.name, parent))
+    return tuple(sorted(set(urns)))
+
+
 def _computed(inputs: dict[str, Any], id_: Optional[str], state: dict[str, Any]) -> dict[str, Any]:
     """The id and the outputs that are not echoed inputs: what only the provider knows."""
     computed = {key: _plain(value) for key, value in (state or {}).items() if key not in inputs}
@@ -267,6 +285,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
             ignore_changes=tuple(request.ignoreChanges),
             computed=_computed(inputs, *registrations.get(f"{type_}::{name}::state", (None, {}))),
             provider=request.provider.rsplit("::", 1)[0] if request.provider else "",  # a reference is "<urn>::<id>"
+            aliases=_alias_urns(request, stack),
         ))
     resources.sort(key=lambda r: r.urn)
     return RenderResult(stack, resources)

@@ -47,6 +47,7 @@ class PlannedResource(Protocol):
     dependencies: dict[str, tuple[str, ...]]
     computed: dict[str, Any]
     provider: str
+    aliases: tuple[str, ...]
 
 
 class _Secret:
@@ -176,7 +177,11 @@ def compare(
     """The steps that turn the ``base`` render into the ``head`` render."""
     old = {resource.urn: resource for resource in base}
     new = {resource.urn: resource for resource in head}
-    old_inputs = {urn: unwrap_secrets(resource.inputs) for urn, resource in old.items()}
+    # A head resource that declares an alias naming a base resource is that resource, moved or renamed.
+    previous = {urn: next((alias for alias in resource.aliases if alias in old and alias not in new), urn)
+                for urn, resource in new.items()}
+    old_by_new = {urn: old[before] for urn, before in previous.items() if before in old}
+    old_inputs = {urn: unwrap_secrets(resource.inputs) for urn, resource in old_by_new.items()}
     new_inputs = {urn: unwrap_secrets(resource.inputs) for urn, resource in new.items()}
     ops: dict[str, str] = {}
     steps: dict[str, Step] = {}
@@ -189,7 +194,7 @@ def compare(
     })
     for urn in graph.static_order():
         resource = new[urn]
-        if urn not in old:
+        if urn not in old_by_new:
             ops[urn] = "create"
             steps[urn] = Step("create", urn, resource.type, new_state=_state(resource))
             continue
@@ -221,12 +226,13 @@ def compare(
         steps[urn] = Step(
             op, urn, resource.type, changes,
             rolls_nodes=rolls_nodes(resource.type, op, [c.path for c in changes]),
-            old_state=_state(old[urn]), new_state=new_state,
+            old_state=_state(old_by_new[urn]), new_state=new_state,
             hints=[f"its provider {resource.provider} is replaced, so it is deleted and created again"]
             if provider_replaced else [],
         )
+    kept = {resource.urn for resource in old_by_new.values()}
     for urn, resource in old.items():
-        if urn not in new:
+        if urn not in kept:
             ops[urn] = "delete"
             steps[urn] = Step("delete", urn, resource.type, old_state=_state(resource))
 
@@ -285,8 +291,11 @@ def _hint_aliases(steps: dict[str, Step], old: Mapping[str, PlannedResource], ne
 
 
 def _alias_text(gone: PlannedResource, born: PlannedResource) -> str:
-    """The ``ResourceOptions(aliases=...)`` a program needs for the engine to treat ``born`` as ``gone``."""
-    return f'aliases=[pulumi.Alias(urn="{gone.urn}")]'
+    """The ``ResourceOptions(aliases=...)`` a program needs for the engine to treat ``born`` as ``gone``.
+
+    The old URN itself: every SDK's ``aliases`` takes a URN string as well as an ``Alias`` spec.
+    """
+    return f'aliases=["{gone.urn}"]'
 
 
 def rolled_node_groups(digest: Digest) -> list[Step]:
