@@ -357,3 +357,24 @@ def test_a_device_plugin_edited_to_run_elsewhere_fails(tmp_path, capsys):
     ((subject, check, expected, found, status),) = problems(out)
     assert (subject, check, status) == ("DaemonSet kube-system/aws-efa-k8s-device-plugin", "pod nodeSelector", "fail")
     assert expected == rendered and found["kubernetes.io/arch"] == "arm64"
+
+
+def test_a_refusal_is_recorded_and_replays_to_the_same_refusal(tmp_path, capsys):
+    cluster = seed_cluster()
+    del cluster.apis["kueue.x-k8s.io/v1beta2"]
+    recording = tmp_path / "recording"
+    code, out, err = verify_against(cluster, tmp_path, capsys, "--record", str(recording))
+    assert_refused(code, out, err, "is Kueue installed?")
+    code, out, replayed = run(capsys, ["--stack", "seed-rdma", "--replay", str(recording)])
+    assert_refused(code, out, replayed, "is Kueue installed?")
+    assert replayed == err
+
+
+def test_recordings_keep_no_secret_values():
+    from gpu_fabric.verify.api import redact_secret
+
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token"}, "data": {"token": "aGYtc2VjcmV0"}}
+    redacted = json.loads(redact_secret(json.dumps(secret).encode()))
+    assert redacted["data"] == {"token": "[redacted]"} and redacted["metadata"] == secret["metadata"]
+    node_body = json.dumps({"kind": "Node", "data": {"x": "y"}}).encode()
+    assert redact_secret(node_body) == node_body

@@ -85,9 +85,10 @@ def run(args: argparse.Namespace) -> int:
     except NcclLogError as error:
         return _refuse(str(error))
 
+    transport: Any = None
     try:
         if args.replay is not None:
-            transport: Any = ReplayTransport(args.replay)
+            transport = ReplayTransport(args.replay)
             target = f"recording {args.replay} of {transport.host}"
         else:
             from gpu_fabric.verify.target import connect
@@ -99,7 +100,15 @@ def run(args: argparse.Namespace) -> int:
         snapshot = collect(transport, expectations, workers=args.workers)
         if isinstance(transport, RecordingTransport):
             transport.save()
-    except (ClusterUnavailable, RecordingError) as error:
+    except ClusterUnavailable as error:
+        # What was read up to the refusal (a missing CRD's 404, a 401) is worth attaching to an issue too.
+        if isinstance(transport, RecordingTransport) and transport.recorded:
+            try:
+                transport.save()
+            except RecordingError as save_error:
+                return _refuse(f"{error}; {save_error}")
+        return _refuse(str(error))
+    except RecordingError as error:
         return _refuse(str(error))
     except Exception as error:  # noqa: BLE001 - a client or plugin failure is a reason to print, not a traceback
         lines = str(error).strip().splitlines()

@@ -111,6 +111,26 @@ def _first_line(text: Any) -> str:
     return lines[0] if lines else "no reason given"
 
 
+def redact_secret(body: bytes) -> bytes:
+    """A ``Secret`` body with every value replaced by ``[redacted]``; any other body unchanged.
+
+    A recording is made to be attached to issues; whether a Secret exists is all ``verify`` needs.
+    """
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(document, dict) or document.get("kind") != "Secret":
+        return body
+    for key in ("data", "stringData"):
+        if isinstance(document.get(key), dict):
+            document[key] = {name: "[redacted]" for name in document[key]}
+    annotations = (document.get("metadata") or {}).get("annotations")
+    if isinstance(annotations, dict) and "kubectl.kubernetes.io/last-applied-configuration" in annotations:
+        annotations["kubectl.kubernetes.io/last-applied-configuration"] = "[redacted]"
+    return json.dumps(document, sort_keys=True).encode()
+
+
 def _body_file(path: str) -> str:
     # Readable and unique: the path's words, then a short hash of the exact path and query.
     words = re.sub(r"[^A-Za-z0-9._-]+", "_", path.strip("/"))[:120]
@@ -132,11 +152,16 @@ class RecordingTransport:
         return str(getattr(self._inner, "host", ""))
 
     def get(self, path: str) -> Response:
-        """Ask the live cluster and remember the answer."""
+        """Ask the live cluster and remember the answer (a Secret's values are not kept)."""
         response = self._inner.get(path)
         with self._lock:
-            self._responses[path] = response
+            self._responses[path] = Response(response.status, redact_secret(response.body))
         return response
+
+    @property
+    def recorded(self) -> int:
+        """How many responses are held."""
+        return len(self._responses)
 
     def save(self) -> None:
         """Write ``recording.json`` and one body file per response (an earlier index in the folder is replaced)."""
