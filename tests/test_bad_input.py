@@ -163,11 +163,31 @@ REFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "topology-none-on-fabric-pool": (efa(lambda c: pool(c)["topology"].update(policy="none")), ("pools[0].topology.policy",)),
 }
 
+SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "namespaces-a-string": (seed(lambda c: c.update({"gpu-fabric:namespaces": "team-a"})), ("namespaces",)),
+    "pools-a-mapping": (seed(lambda c: c.update({"gpu-fabric:pools": {"name": "x"}})), ("pools",)),
+    "queue-owner-a-number": (seed(lambda c: c.update({"gpu-fabric:queueOwner": 5})), ("queueOwner",)),
+    "api-version-unknown": (seed(lambda c: c.update({"gpu-fabric:gpustackApiVersion": "v2"})), ("gpustackApiVersion",)),
+    "pool-a-string": (seed(lambda c: c["gpu-fabric:pools"].append("gpu-pool")), ("pools[1]",)),
+    "role-null": (seed(lambda c: c["gpu-fabric:modelDeployments"][0]["roles"].append(None)), ("modelDeployments[0].roles[2]",)),
+    "labels-a-list": (seed(lambda c: pool(c).update(nodeLabels=["a=b"])), ("pools[0].nodeLabels",)),
+    "label-value-a-bool": (seed(lambda c: pool(c)["nodeLabels"].update(enabled=True)), ("pools[0].nodeLabels.enabled",)),
+    "deployment-name-uppercase": (seed(lambda c: c["gpu-fabric:modelDeployments"][0].update(name="Qwen-PD")),
+                                  ("modelDeployments[0].name",)),
+    "kubernetes-context-empty": (seed(lambda c: c.update({"gpu-fabric:kubernetes": {"context": ""}})), ("kubernetes.context",)),
+    "kubernetes-no-target": (efa(lambda c: c["gpu-fabric:kubernetes"].pop("eksCluster")), ("kubernetes",)),
+    "kubernetes-both-targets": (efa(lambda c: c["gpu-fabric:kubernetes"].update(context="prod")), ("kubernetes",)),
+    "unknown-key-under-namespace": (seed(lambda c: c.update({"gpu-fabric:pool": []})), ("pool", "unknown configuration key")),
+    "scaling-min-above-max": (efa(lambda c: pool(c)["aws"]["scaling"].update(minSize=5, maxSize=4)), ("pools[0].aws.scaling",)),
+    "subnet-list": (efa(lambda c: pool(c)["aws"].update(subnetId=["subnet-1", "subnet-2"])), ("pools[0].aws.subnetId",)),
+}
+
 CASES = {
     **{f"stack-file/{key}": value for key, value in STACK_FILES.items()},
     **{f"numbers/{key}": value for key, value in NUMBERS.items()},
     **{f"syntax/{key}": value for key, value in SYNTAX.items()},
     **{f"references/{key}": value for key, value in REFERENCES.items()},
+    **{f"shapes/{key}": value for key, value in SHAPES.items()},
 }
 
 

@@ -102,4 +102,6 @@ class KubernetesTarget(SpecModel):
     def _one_target(self) -> "KubernetesTarget":
         if self.eks_cluster and self.context:
             raise ValueError("set either eksCluster or context, not both")
+        if not self.eks_cluster and not self.context:
+            raise ValueError("set eksCluster or context (omit kubernetes to use the ambient kubeconfig)")
         return self
