@@ -17,3 +17,10 @@ def stack_values(stack: str = "seed-rdma") -> dict:
 def seed_values() -> dict:
     """A fresh deep copy of the seed stack's configuration, safe to mutate."""
     return copy.deepcopy(stack_values("seed-rdma"))
+
+
+def as_args(values: dict) -> dict:
+    """Stack-file values as ``GpuFabricArgs``: the same settings under snake_case keys."""
+    from gpu_fabric.aws import snake_case
+
+    return {snake_case(key): value for key, value in values.items()}

@@ -7,7 +7,7 @@ from gpu_fabric.resources.fabric import GpuFabric
 from gpu_fabric.resources.kueue_pool import KueuePool
 from gpu_fabric.resources.model_deployment import ModelDeployment
 from gpu_fabric.spec.base import ConfigError
-from stack_configs import seed_values
+from stack_configs import as_args, seed_values
 
 SEED_POOL = seed_values()["pools"][0]
 
@@ -21,7 +21,7 @@ def by_type(resources, type_):
 
 
 def test_gpu_fabric_registers_the_seed_with_parents():
-    resources = registered(lambda: GpuFabric("fabric", seed_values()))
+    resources = registered(lambda: GpuFabric("fabric", as_args(seed_values())))
     fabric = by_type(resources, "gpu-fabric:index:GpuFabric")[0]
     pool = by_type(resources, "gpu-fabric:index:KueuePool")[0]
     deployment_component = by_type(resources, "gpu-fabric:index:ModelDeployment")[0]
@@ -46,7 +46,7 @@ def test_gpu_fabric_registers_the_seed_with_parents():
 def test_standalone_owner_registers_flavor_cluster_queue_and_owned_local_queues():
     values = seed_values()
     values["queueOwner"] = "standalone"
-    resources = registered(lambda: GpuFabric("fabric", values))
+    resources = registered(lambda: GpuFabric("fabric", as_args(values)))
     types = {r.type for r in resources}
     assert {"kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor", "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue",
             "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"} <= types
@@ -57,9 +57,9 @@ def test_standalone_owner_registers_flavor_cluster_queue_and_owned_local_queues(
 def test_v1alpha1_is_the_default_and_v1_is_selectable():
     values = seed_values()
     values.pop("gpustackApiVersion", None)
-    assert by_type(registered(lambda: GpuFabric("fabric", values)), "kubernetes:worker.gpustack.ai/v1alpha1:ModelDeployment")
+    assert by_type(registered(lambda: GpuFabric("fabric", as_args(values))), "kubernetes:worker.gpustack.ai/v1alpha1:ModelDeployment")
     values["gpustackApiVersion"] = "v1"
-    resources = registered(lambda: GpuFabric("fabric", values))
+    resources = registered(lambda: GpuFabric("fabric", as_args(values)))
     assert by_type(resources, "kubernetes:worker.gpustack.ai/v1:ModelDeployment")
 
 
@@ -67,7 +67,7 @@ def test_bad_configuration_registers_nothing():
     values = seed_values()
     del values["modelDeployments"][0]["router"]
     with pytest.raises(ConfigError) as caught:
-        registered(lambda: GpuFabric("fabric", values))
+        registered(lambda: GpuFabric("fabric", as_args(values)))
     assert "modelDeployments[0].roles[0].resources.interface" in str(caught.value)
 
 
@@ -78,7 +78,7 @@ def test_bad_configuration_leaves_no_resource_behind():
 
     def program():
         try:
-            GpuFabric("fabric", values)
+            GpuFabric("fabric", as_args(values))
         except ConfigError as error:
             recorded.append(error)
 
@@ -102,7 +102,7 @@ def test_model_deployment_component_applies_the_operators_schema_and_webhook_rul
     assert 'deployment.engine.version: role "prefill" names no image of its own' in str(caught.value)
     deployment["engine"]["version"] = "0.29.0"
     with pytest.raises(ConfigError) as caught:
-        registered(lambda: ModelDeployment("qwen", {"deployment": deployment, "apiVersion": "v2"}))
+        registered(lambda: ModelDeployment("qwen", {"deployment": deployment, "api_version": "v2"}))
     assert "worker.gpustack.ai/v2 is not served" in str(caught.value)
 
 
@@ -119,7 +119,7 @@ def test_model_deployment_component_exposes_grants():
 
 def test_kueue_pool_component_names_children_from_its_own_name():
     resources = registered(lambda: KueuePool("a10g", {"pool": SEED_POOL, "namespaces": ["team-a", "team-b"],
-                                                      "queueOwner": "standalone"}))
+                                                      "queue_owner": "standalone"}))
     names = sorted(r.name for r in resources if r.custom)
     assert names == ["a10g-cluster-queue", "a10g-flavor", "a10g-lq-team-a", "a10g-lq-team-b"]
 

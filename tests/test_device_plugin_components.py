@@ -139,7 +139,7 @@ def test_efa_pool_without_the_efa_label_is_refused(monitor):
     unlabelled = {**EFA_POOL, "labels": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}
     expect_refusal(
         lambda: EfaDevicePlugin("efa", {"pools": [unlabelled]}),
-        "(?s)EfaDevicePlugin 'efa' .*pool 'p5' \\(efa\\): .*vpc.amazonaws.com/efa.present",
+        "(?s)pools\\[0\\]: EfaDevicePlugin 'efa' would leave pool 'p5' \\(efa\\) without its fabric resource: .*vpc.amazonaws.com/efa.present",
     )
     assert monitor.registrations == []
 
@@ -147,7 +147,7 @@ def test_efa_pool_without_the_efa_label_is_refused(monitor):
 def test_rdma_pool_of_an_unserved_manufacturer_is_refused(monitor):
     expect_refusal(
         lambda: GpuStackDeviceManager("dm", {"manufacturers": ["amd"], "pools": [RDMA_POOL]}),
-        "pool 'h100-ib' \\(rdma\\): .*device-manager-amd: nodeSelector requires .*pci-1002",
+        "pool 'h100-ib' \\(rdma\\) without its fabric resource: .*device-manager-amd: nodeSelector requires .*pci-1002",
     )
     assert monitor.registrations == []
 
@@ -156,7 +156,7 @@ def test_rdma_pool_of_unknown_manufacturer_is_refused(monitor):
     mystery = {**RDMA_POOL, "name": "mystery", "manufacturer": None}
     expect_refusal(
         lambda: GpuStackDeviceManager("dm", {"pools": [RDMA_POOL, mystery]}),
-        "pool 'mystery' \\(rdma\\): .*pci-10de",
+        "pool 'mystery' \\(rdma\\) without its fabric resource: .*pci-10de",
     )
     assert monitor.registrations == []
 

@@ -6,7 +6,7 @@ from gpu_fabric.render import render_stack
 from gpu_fabric.resources.fabric import GpuFabric
 from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.spec.fabric import load_config
-from stack_configs import PROJECT_DIR, seed_values, stack_values
+from stack_configs import as_args, PROJECT_DIR, seed_values, stack_values
 
 
 def by_type(resources, type_):
@@ -74,7 +74,7 @@ def test_node_group_interface_count_must_match_the_plan():
     values["modelDeployments"][0]["roles"][0]["resources"]["interface"] = "16"
     values["modelDeployments"][0]["roles"][1]["resources"]["interface"] = "16"
     with pytest.raises(ConfigError) as caught:
-        render_stack("x", config={}, program=lambda: GpuFabric("fabric", values))
+        render_stack("x", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
     assert "pools[0].interfacesPerNode: the node group's plan attaches 32 EFA interfaces per node, not 16" in str(caught.value)
 
 
@@ -85,7 +85,7 @@ def test_non_efa_instance_type_is_refused_before_registration():
     values["kvCacheBackends"][0]["connection"]["managed"]["members"][0]["nodeSelector"] = {
         "node.kubernetes.io/instance-type": "g5.xlarge"}
     with pytest.raises(ConfigError) as caught:
-        render_stack("x", config={}, program=lambda: GpuFabric("fabric", values))
+        render_stack("x", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
     assert "pools[1].aws.instanceTypes" in str(caught.value) and "g5.xlarge" in str(caught.value)
 
 
@@ -100,7 +100,7 @@ def test_aws_node_group_needs_an_efa_pool():
 def test_device_manager_deployed_by_the_stack_serves_the_rdma_pool():
     values = seed_values()
     values["devicePlugins"] = {"deviceManager": {"deployedBy": "stack", "imageTag": "v0.9.0"}}
-    resources = render_stack("x", config={}, program=lambda: GpuFabric("fabric", values)).resources
+    resources = render_stack("x", config={}, program=lambda: GpuFabric("fabric", as_args(values))).resources
     # The seed pool's kubelet topology agent is a DaemonSet too; the device plugins advertise resources.
     daemonsets = [d for d in by_type(resources, "kubernetes:apps/v1:DaemonSet")
                   if "gpu-fabric.io/advertises" in d.inputs["metadata"].get("annotations", {})]

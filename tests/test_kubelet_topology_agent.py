@@ -23,7 +23,7 @@ from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.spec.fabric import load_config
 from gpu_fabric.topology import kubelet_config_dropin_yaml, KubeletTopology
 from policy_helpers import assert_metadata, assert_no_violations, assert_violation, k8s, rendered
-from stack_configs import PROJECT_DIR, seed_values, stack_values
+from stack_configs import PROJECT_DIR, as_args, seed_values, stack_values
 
 A10G = "gpustack--nvidia-a10g-linux-amd64"
 
@@ -32,7 +32,7 @@ def objects(values: dict) -> dict[str, dict]:
     """The agent's Kubernetes objects of a rendered configuration, by kind."""
     from gpu_fabric.resources.fabric import GpuFabric
 
-    result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", values))
+    result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
     found = {}
     for manifest in result.kubernetes_objects():
         annotations = manifest["metadata"].get("annotations") or {}
@@ -285,7 +285,7 @@ def stack_of(values: dict) -> list:
     from gpu_fabric.policies._props import Resource
     from gpu_fabric.resources.fabric import GpuFabric
 
-    result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", values))
+    result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
     return [Resource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
 
 

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pulumi
 
-from gpu_fabric.resources.fabric import GpuFabric
+from gpu_fabric.resources.fabric import GpuFabric, fabric_args
 from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.spec.cluster import KubernetesTarget
 from gpu_fabric.spec.fabric import CONFIG_NAMESPACE, config_keys, load_config
@@ -90,7 +90,7 @@ def build_stack(name: str = "fabric") -> GpuFabric:
     opts = pulumi.ResourceOptions(providers={"kubernetes": provider}) if provider else None
     if secret_kinds:
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[_secret_specs(secret_kinds)]))
-    fabric = GpuFabric(name, values, opts, validated=config)
+    fabric = GpuFabric(name, fabric_args(config), opts, validated=config)
     pulumi.export("localQueues", fabric.local_queues)
     return fabric
 

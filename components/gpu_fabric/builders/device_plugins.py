@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import copy
 from typing import Any, Mapping, Sequence
 
+from gpu_fabric.constants import MANUFACTURER_LABEL
 from gpu_fabric.coverage import (
     ADVERTISES_ANNOTATION,
     EFA_PRESENT_LABEL,
@@ -216,7 +217,7 @@ def _device_manager_daemonset(
     selector_labels = {
         "app.kubernetes.io/name": "device-manager",
         "app.kubernetes.io/instance": release_name,
-        "gpustack.ai/manufacturer": manufacturer,
+        MANUFACTURER_LABEL: manufacturer,
     }
     labels = {**selector_labels, "app.kubernetes.io/managed-by": MANAGED_BY}
     advertised = [RDMA_RESOURCE]

@@ -10,32 +10,23 @@ through verbatim, and never touches map-typed values such as labels. So the engi
 monitor and a policy's ``args.props`` all see exactly the builder's camelCase manifest.
 """
 
-from __future__ import annotations
-
 from typing import Any, Mapping, Optional, Sequence, TypedDict
 
 import pulumi
 import pulumi_kubernetes as kubernetes
 
 from gpu_fabric.builders.device_plugins import device_managers_for_pools, efa_plugin_for_pools
+from gpu_fabric.constants import MANUFACTURER_LABEL
 from gpu_fabric.coverage import CoverageGap, uncovered_pools
+from gpu_fabric.resources.args import TaintArgs
+from gpu_fabric.resources.inputs import DeferredInputs, InvalidInputError
 from gpu_fabric.resources.kubernetes_objects import OBJECT_IDENTITY_REPLACE_ON_CHANGES
+from gpu_fabric.resources.outputs import register_declared_outputs
 
 # A DaemonSet's selector is immutable, so a new selector means a new DaemonSet. pulumi-kubernetes
 # means to replace on it (provider/pkg/provider/diff.go) but keys its table "Daemonset", which no
 # apps/v1 DaemonSet matches; declaring it makes the replacement happen instead of a failed update.
 DAEMONSET_REPLACE_ON_CHANGES: tuple[str, ...] = (*OBJECT_IDENTITY_REPLACE_ON_CHANGES, "spec.selector")
-
-
-class TaintArgs(TypedDict, total=False):
-    """A node-group taint."""
-
-    key: str
-    """Taint key, e.g. ``nvidia.com/gpu``."""
-    value: str
-    """Taint value; empty or absent means the derived toleration uses ``Exists``."""
-    effect: str
-    """``NoSchedule``/``NoExecute``/``PreferNoSchedule``, or EKS's ``NO_SCHEDULE`` spelling."""
 
 
 class DevicePluginPoolArgs(TypedDict, total=False):
@@ -45,43 +36,43 @@ class DevicePluginPoolArgs(TypedDict, total=False):
     """Pool (node group) name, used in error messages."""
     fabric: str
     """``efa``, ``rdma`` or ``none``."""
-    labels: dict[str, str]
+    labels: Mapping[str, str]
     """Labels the pool's nodes carry, e.g. ``vpc.amazonaws.com/efa.present: "true"`` on EFA pools."""
-    taints: list[TaintArgs]
+    taints: Sequence[TaintArgs]
     """Taints the pool's nodes carry; the plugin tolerates each of them."""
     manufacturer: str
     """Accelerator manufacturer (``nvidia``, ``amd``, ...); NFD labels such nodes with its PCI vendor."""
 
 
 class EfaDevicePluginArgs(TypedDict, total=False):
-    """Arguments of ``EfaDevicePlugin``. Plain values: coverage is checked before registration."""
+    """Arguments of ``EfaDevicePlugin``. Pools are plain: their coverage is checked before registration."""
 
-    namespace: str
+    namespace: pulumi.Input[str]
     """Namespace of the DaemonSet. Default ``kube-system``."""
-    image_repository: str
+    image_repository: pulumi.Input[str]
     """Plugin image repository. Default: the us-west-2 EKS ECR repository; use your region's."""
-    image_tag: str
+    image_tag: pulumi.Input[str]
     """Plugin image tag. Default ``v0.5.20``; at least ``v0.5.6`` for P6 instances."""
-    pools: list[DevicePluginPoolArgs]
+    pools: Sequence[DevicePluginPoolArgs]
     """Pools the plugin serves. EFA pools must be covered; their taints become tolerations."""
-    resources: dict[str, Any]
+    resources: Mapping[str, Any]
     """Container ``resources``. Default requests 10m CPU / 20Mi, memory limit 128Mi."""
 
 
 class GpuStackDeviceManagerArgs(TypedDict, total=False):
-    """Arguments of ``GpuStackDeviceManager``. Plain values: coverage is checked before registration."""
+    """Arguments of ``GpuStackDeviceManager``. Pools and manufacturers are plain: they decide the DaemonSets."""
 
-    namespace: str
+    namespace: pulumi.Input[str]
     """Namespace of the DaemonSets. Default ``gpustack-system``."""
     release_name: str
     """Name prefix, as the operator chart's release name. Default ``gpustack-operator``."""
-    image: str
+    image: pulumi.Input[str]
     """Operator image repository. Default ``gpustack/gpustack-operator``."""
-    image_tag: str
+    image_tag: pulumi.Input[str]
     """Operator image tag; pin the operator version you validate against."""
-    manufacturers: list[str]
-    """Accelerator manufacturers to serve. Default: the manufacturers of the given pools."""
-    pools: list[DevicePluginPoolArgs]
+    manufacturers: Sequence[str]
+    """Accelerator manufacturers to serve (one DaemonSet each). Default: the manufacturers of the given pools."""
+    pools: Sequence[DevicePluginPoolArgs]
     """Pools the Device Managers serve. RDMA pools must be covered; all taints become tolerations."""
     shared: bool
     """Serve ``device.gpustack.ai/rdma.shared``. Default true."""
@@ -91,14 +82,35 @@ class GpuStackDeviceManagerArgs(TypedDict, total=False):
     """Serve sliced accelerators. Default true."""
     secure_port: int
     """HTTPS port of the Device Manager (probes, metrics). Default 32443."""
-    extra_args: list[str]
+    extra_args: Sequence[str]
     """Extra ``gpustack-operator device-manager serve`` arguments."""
 
 
-def _refuse_gaps(component: str, name: str, gaps: Sequence[CoverageGap]) -> None:
+_POOLS_PLAIN = "the pools decide which nodes the DaemonSets must schedule on, checked before registration"
+EFA_PLUGIN_DEFERRABLE = (("namespace",), ("image_repository",), ("image_tag",))
+DEVICE_MANAGER_DEFERRABLE = (("namespace",), ("image",), ("image_tag",))
+PLAIN_REASONS = {
+    "pools": _POOLS_PLAIN,
+    "manufacturers": "each manufacturer gets its own DaemonSet",
+    "release_name": "it names the DaemonSets",
+    "resources": "the container resources are part of the checked manifest",
+    "shared": "it decides the Device Manager's arguments",
+    "partitioned": "it decides the Device Manager's arguments",
+    "sliced": "it decides the Device Manager's arguments",
+    "secure_port": "it decides the probes of the manifest",
+    "extra_args": "they are part of the checked manifest",
+}
+
+
+def _refuse_gaps(component: str, name: str, pools: Sequence[Mapping[str, Any]], gaps: Sequence[CoverageGap]) -> None:
     if gaps:
-        lines = "\n  ".join(f"pool {gap.pool!r} ({gap.fabric}): {gap.reason}" for gap in gaps)
-        raise ValueError(f"{component} {name!r} would leave pools without their fabric resource:\n  {lines}")
+        position = {pool.get("name"): i for i, pool in enumerate(pools)}
+        raise InvalidInputError(
+            [(f"pools[{position.get(gap.pool, '?')}]",
+              f"{component} {name!r} would leave pool {gap.pool!r} ({gap.fabric}) without its fabric resource: {gap.reason}")
+             for gap in gaps],
+            component,
+        )
 
 
 def _register_daemonset(
@@ -116,22 +128,25 @@ def _register_daemonset(
 class EfaDevicePlugin(pulumi.ComponentResource):
     """AWS's EFA device plugin, advertising ``vpc.amazonaws.com/efa`` on every EFA pool it serves."""
 
+    daemonset: pulumi.Output[kubernetes.apps.v1.DaemonSet]
+    """The plugin DaemonSet."""
     daemonset_name: pulumi.Output[str]
     """Name of the plugin DaemonSet."""
     namespace: pulumi.Output[str]
     """Namespace of the plugin DaemonSet."""
 
     def __init__(self, name: str, args: EfaDevicePluginArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        manifest, efa_pools = efa_plugin_for_pools(args)
+        inputs = DeferredInputs("EfaDevicePlugin", args, EfaDevicePluginArgs, EFA_PLUGIN_DEFERRABLE, PLAIN_REASONS)
+        manifest, efa_pools = efa_plugin_for_pools(inputs.values)
         # Checked before super().__init__ so that a refused configuration registers nothing.
-        _refuse_gaps("EfaDevicePlugin", name, uncovered_pools(efa_pools, [manifest]))
+        _refuse_gaps("EfaDevicePlugin", name, inputs.get("pools") or [], uncovered_pools(efa_pools, [manifest]))
 
         super().__init__("gpu-fabric:index:EfaDevicePlugin", name, {}, opts)
-        daemonset = _register_daemonset(f"{name}-daemonset", manifest, self)
-        self.daemonset_name = daemonset.metadata.apply(lambda metadata: metadata.name)
-        self.namespace = daemonset.metadata.apply(lambda metadata: metadata.namespace)
-        # Without register_outputs the component stays "creating" and its outputs are not saved.
-        self.register_outputs({"daemonset_name": self.daemonset_name, "namespace": self.namespace})
+        daemonset = _register_daemonset(f"{name}-daemonset", inputs.restore(manifest), self)
+        self.daemonset = pulumi.Output.from_input(daemonset)
+        self.daemonset_name = daemonset.metadata.apply(_name_of)
+        self.namespace = daemonset.metadata.apply(_namespace_of)
+        register_declared_outputs(self)
 
 
 class GpuStackDeviceManager(pulumi.ComponentResource):
@@ -140,25 +155,33 @@ class GpuStackDeviceManager(pulumi.ComponentResource):
     For clusters whose GPUStack operator chart does not deploy its own Device Managers.
     """
 
+    daemonsets: pulumi.Output[list[kubernetes.apps.v1.DaemonSet]]
+    """The Device Manager DaemonSets, sorted by manufacturer."""
     daemonset_names: pulumi.Output[list[str]]
     """Names of the Device Manager DaemonSets, sorted by manufacturer."""
     namespace: pulumi.Output[str]
     """Namespace of the Device Manager DaemonSets."""
 
     def __init__(self, name: str, args: GpuStackDeviceManagerArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        manifests, rdma_pools = device_managers_for_pools(args)
-        namespace = args.get("namespace") or "gpustack-system"
+        inputs = DeferredInputs("GpuStackDeviceManager", args, GpuStackDeviceManagerArgs, DEVICE_MANAGER_DEFERRABLE, PLAIN_REASONS)
+        manifests, rdma_pools = device_managers_for_pools(inputs.values)
         # Checked before super().__init__ so that a refused configuration registers nothing.
-        _refuse_gaps("GpuStackDeviceManager", name, uncovered_pools(rdma_pools, manifests))
+        _refuse_gaps("GpuStackDeviceManager", name, inputs.get("pools") or [], uncovered_pools(rdma_pools, manifests))
 
         super().__init__("gpu-fabric:index:GpuStackDeviceManager", name, {}, opts)
         daemonsets = [
-            _register_daemonset(f"{name}-{manifest['metadata']['labels']['gpustack.ai/manufacturer']}", manifest, self)
+            _register_daemonset(f"{name}-{manifest['metadata']['labels'][MANUFACTURER_LABEL]}", inputs.restore(manifest), self)
             for manifest in manifests
         ]
-        self.daemonset_names = pulumi.Output.all(
-            *(daemonset.metadata.apply(lambda metadata: metadata.name) for daemonset in daemonsets)
-        )
-        self.namespace = pulumi.Output.from_input(namespace)
-        # Without register_outputs the component stays "creating" and its outputs are not saved.
-        self.register_outputs({"daemonset_names": self.daemonset_names, "namespace": self.namespace})
+        self.daemonsets = pulumi.Output.from_input(daemonsets)
+        self.daemonset_names = pulumi.Output.all(*(daemonset.metadata.apply(_name_of) for daemonset in daemonsets))
+        self.namespace = pulumi.Output.from_input(inputs.restore(inputs.get("namespace") or "gpustack-system"))
+        register_declared_outputs(self)
+
+
+def _name_of(metadata: Any) -> str:
+    return str(metadata.name)
+
+
+def _namespace_of(metadata: Any) -> str:
+    return str(metadata.namespace)

@@ -6,9 +6,8 @@ facts, the EFA interface plan and the user data -- so a bad input registers noth
 inputs come from ``gpu_fabric.aws.node_group``, the same builders the policy pack reads.
 """
 
-from __future__ import annotations
-
-from typing import Any, Collection, Mapping, Optional, TypedDict
+from dataclasses import dataclass
+from typing import Any, Callable, Collection, Mapping, Optional, Sequence, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -28,7 +27,11 @@ from gpu_fabric.aws.node_group import (
     plan_node_group,
 )
 from gpu_fabric.aws.user_data import to_base64, user_data_for_ami
-from gpu_fabric.catalog import InstanceCatalog, default_catalog
+from gpu_fabric.catalog import InstanceCatalog, active_catalog
+from gpu_fabric.efa import PlannedInterface
+from gpu_fabric.resources.args import AwsNodeGroupArgs, KubeletTopologyArgs
+from gpu_fabric.resources.inputs import ANY, DeferredInputs
+from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.spec.aws import AwsNodeGroupSpec
 from gpu_fabric.spec.base import ConfigError, SpecModel
 from gpu_fabric.topology import KubeletTopology
@@ -38,54 +41,50 @@ TYPE_TOKEN = "gpu-fabric:index:EfaNodeGroup"
 # Keys of EfaNodeGroupArgs that are not AwsNodeGroupSpec fields (both spellings).
 _COMPONENT_KEYS = {"topology": "topology", "pool_labels": "pool_labels", "poolLabels": "pool_labels"}
 
+DEFERRABLE: tuple[tuple[Any, ...], ...] = (
+    ("cluster_name",), ("vpc_id",), ("availability_zone",), ("subnet_id",), ("node_role_arn",),
+    ("capacity_reservation_id",), ("security_group_ids", ANY), ("root_volume", "kms_key_id"),
+    ("placement_group", "name"), ("release_version",), ("kubernetes_version",),
+)
+"""Argument paths that may be ``Output``s (values other resources produce)."""
 
-class EfaNodeGroupArgs(TypedDict, total=False):
-    """Inputs of ``EfaNodeGroup``; keys may be snake_case or camelCase (the spec's aliases)."""
+PLAIN_REASONS = {
+    "instance_types": "the instance types decide the launch template's EFA interfaces",
+    "ami_type": "the AMI type decides the user-data format and the volume layout",
+    "capacity_type": "the capacity type decides the placement and market options",
+    "placement_group": "the mode decides whether a placement group is created",
+    "scaling": "the bounds are checked against each other before registration",
+    "efa_layout": "the layout decides the launch template's interfaces",
+    "efa_card_indices": "the cards decide the launch template's interfaces",
+    "security_group_ids": "the list decides every interface's groups; its items may be Outputs",
+    "root_volume": "the size decides the block device mappings",
+    "labels": "labels are written into the user data",
+    "taints": "taints are written into the user data",
+    "tags": "tag keys are checked (kubernetes.io/cluster/* is refused)",
+    "topology": "the topology is written into the user data",
+    "pool_labels": "labels are written into the user data",
+}
+"""Why each plain argument must be known at construction."""
 
-    cluster_name: str
-    """Name of the existing EKS cluster."""
-    vpc_id: str
-    """VPC of the cluster; the EFA security group is created in it."""
-    instance_types: list[str]
-    """EC2 instance types; all must support EFA and yield the same interface plan."""
-    availability_zone: str
-    """The group's one availability zone."""
-    subnet_id: str
-    """The group's one subnet (in ``availability_zone``)."""
-    node_role_arn: str
-    """IAM role of the nodes."""
-    ami_type: str
-    """``AL2023_x86_64_NVIDIA`` (default), ``AL2023_ARM_64_NVIDIA``, ``BOTTLEROCKET_x86_64_NVIDIA`` or ``BOTTLEROCKET_ARM_64_NVIDIA``."""
-    capacity_type: str
-    """``ON_DEMAND`` (default), ``SPOT`` or ``CAPACITY_BLOCK``."""
-    capacity_reservation_id: str
-    """Capacity reservation or Capacity Block to launch into."""
-    placement_group: dict
-    """``{mode: create|existing|none, name?}``; ``none`` is implied with a reservation or Capacity Block."""
-    scaling: dict
-    """``{minSize, maxSize, desiredSize?}``; the desired size is ignored after creation."""
-    efa_layout: str
-    """``recommended`` (default) or ``legacy`` interface layout."""
-    efa_card_indices: list[int]
-    """Network cards that carry an EFA (default: as many as the type allows)."""
-    security_group_ids: list[str]
-    """Extra security groups for every interface (for example the cluster security group)."""
-    root_volume: dict
-    """``{sizeGiB: 200, kmsKeyId?}``: the encrypted gp3 volume."""
-    labels: dict[str, str]
-    """Node labels (``vpc.amazonaws.com/efa.present: "true"`` is always added)."""
-    taints: list[dict]
-    """Node taints ``{key, value?, effect: NO_SCHEDULE|NO_EXECUTE|PREFER_NO_SCHEDULE}``."""
-    tags: dict[str, str]
-    """AWS tags of every resource (``kubernetes.io/cluster/*`` is refused)."""
-    release_version: str
-    """EKS AMI release version."""
-    kubernetes_version: str
-    """Kubernetes version of the nodes."""
-    topology: dict
-    """kubelet topology settings (``KubeletTopology``); default restricted / container."""
-    pool_labels: dict[str, str]
-    """Labels of the fabric pool, added to ``labels``."""
+
+class EfaNodeGroupArgs(AwsNodeGroupArgs, total=False):
+    """Inputs of ``EfaNodeGroup``: the node group, plus the pool's kubelet topology and labels."""
+
+    topology: KubeletTopologyArgs
+    """kubelet topology settings; default ``restricted`` / ``container``. Plain: written into the user data."""
+    pool_labels: Mapping[str, str]
+    """Labels of the fabric pool, added to ``labels``. Plain: written into the user data."""
+
+
+class InterfaceArgs(TypedDict):
+    """One network interface of the launch template."""
+
+    network_card_index: int
+    """Network card of the interface."""
+    device_index: int
+    """Device index on that card."""
+    interface_type: str
+    """``interface``, ``efa`` or ``efa-only``."""
 
 
 def _validated(model: type[SpecModel], data: Any, prefix: tuple[str, ...] = ()) -> Any:
@@ -97,10 +96,8 @@ def _validated(model: type[SpecModel], data: Any, prefix: tuple[str, ...] = ()) 
         raise ConfigError.from_validation_error(error, prefix) from None
 
 
-def split_args(args: Mapping[str, Any] | AwsNodeGroupSpec) -> tuple[AwsNodeGroupSpec, KubeletTopology, dict[str, str]]:
+def split_args(args: Mapping[str, Any]) -> tuple[AwsNodeGroupSpec, KubeletTopology, dict[str, str]]:
     """Validate ``EfaNodeGroupArgs`` into the node-group spec, the topology and the pool labels."""
-    if isinstance(args, AwsNodeGroupSpec):
-        return args, KubeletTopology.fabric_default(), {}
     spec_fields = {key: value for key, value in args.items() if key not in _COMPONENT_KEYS}
     extra = {_COMPONENT_KEYS[key]: value for key, value in args.items() if key in _COMPONENT_KEYS}
     spec = _validated(AwsNodeGroupSpec, spec_fields)
@@ -108,23 +105,68 @@ def split_args(args: Mapping[str, Any] | AwsNodeGroupSpec) -> tuple[AwsNodeGroup
     pool_labels = dict(extra.get("pool_labels") or {})
     conflicts = sorted(key for key in pool_labels if key in spec.labels and spec.labels[key] != pool_labels[key])
     if conflicts:
-        raise ConfigError([("poolLabels", f"labels {conflicts} are set differently in labels and poolLabels")])
+        raise ConfigError([("pool_labels", f"labels {conflicts} are set differently in labels and poolLabels")])
     return spec, topology, pool_labels
+
+
+@dataclass(frozen=True)
+class NodeGroupPlan:
+    """Everything checked before registration: the spec, its interface plan, labels, taints and user data."""
+
+    spec: AwsNodeGroupSpec
+    interfaces: list[PlannedInterface]
+    labels: dict[str, str]
+    taints: list[dict[str, Any]]
+    user_data: str
+
+
+def plan_efa_node_group(
+    args: Mapping[str, Any],
+    catalog: InstanceCatalog,
+    offered_availability_zones: Optional[Mapping[str, Collection[str]]] = None,
+    *,
+    is_deferred: Callable[[Any], bool] = lambda value: False,
+) -> NodeGroupPlan:
+    """Validate ``EfaNodeGroupArgs`` and plan the group; raises ``ConfigError``/``ValueError`` naming the problem.
+
+    ``is_deferred`` tells values that stand for ``Output``s still unknown.
+    """
+    spec, topology, pool_labels = split_args(args)
+    labels = node_labels({**spec.labels, **pool_labels})
+    infos = catalog.describe(spec.instance_types)
+    # An AZ still unknown is compared with the offerings when it resolves (this same function runs again).
+    offered = None if is_deferred(spec.availability_zone) else offered_availability_zones
+    interfaces = plan_node_group(spec, infos, offered_availability_zones=offered)
+    taints = [taint.model_dump(exclude_none=True) for taint in spec.taints]
+    user_data = user_data_for_ami(spec.ami_type, topology, labels=labels, taints=taints)
+    return NodeGroupPlan(spec, interfaces, labels, taints, user_data)
 
 
 class EfaNodeGroup(pulumi.ComponentResource):
     """An EKS managed node group whose nodes carry every EFA their instance type offers."""
 
+    node_group: pulumi.Output[aws.eks.NodeGroup]
+    """The EKS managed node group."""
+    launch_template: pulumi.Output[aws.ec2.LaunchTemplate]
+    """The launch template carrying the EFA interfaces."""
+    security_group: pulumi.Output[aws.ec2.SecurityGroup]
+    """The EFA security group (all protocols to and from itself)."""
+    placement_group: pulumi.Output[Optional[aws.ec2.PlacementGroup]]
+    """The cluster placement group this component created, or ``None`` (existing group, or none)."""
     node_group_name: pulumi.Output[str]
     """Name of the EKS node group."""
+    node_group_arn: pulumi.Output[str]
+    """ARN of the EKS node group."""
     launch_template_id: pulumi.Output[str]
-    """Id of the launch template carrying the EFA interfaces."""
+    """Id of the launch template."""
+    launch_template_version: pulumi.Output[int]
+    """Latest version of the launch template (the one the node group uses)."""
     security_group_id: pulumi.Output[str]
-    """Id of the EFA security group (all protocols to and from itself)."""
+    """Id of the EFA security group."""
     placement_group_name: pulumi.Output[Optional[str]]
-    """Name of the cluster placement group, or ``None`` when the group uses none."""
-    interface_plan: list[dict]
-    """The launch template's interfaces: ``networkCardIndex``, ``deviceIndex``, ``interfaceType``."""
+    """Name of the placement group the nodes launch into, or ``None`` when they use none."""
+    interface_plan: pulumi.Output[list[InterfaceArgs]]
+    """The launch template's interfaces, in order."""
 
     def __init__(
         self,
@@ -132,50 +174,59 @@ class EfaNodeGroup(pulumi.ComponentResource):
         args: EfaNodeGroupArgs,
         opts: Optional[pulumi.ResourceOptions] = None,
         *,
-        catalog: InstanceCatalog | None = None,
-        offered_availability_zones: Mapping[str, Collection[str]] | None = None,
+        catalog: Optional[InstanceCatalog] = None,
+        offered_availability_zones: Optional[Mapping[str, Collection[str]]] = None,
     ) -> None:
         # Everything that can fail runs before the component registers, so nothing half-exists.
-        spec, topology, pool_labels = split_args(args)
-        labels = node_labels({**spec.labels, **pool_labels})
-        infos = (catalog or default_catalog()).describe(spec.instance_types)
-        plan = plan_node_group(spec, infos, offered_availability_zones=offered_availability_zones)
-        taints = [taint.model_dump(exclude_none=True) for taint in spec.taints]
-        user_data = user_data_for_ami(spec.ami_type, topology, labels=labels, taints=taints)
+        # Outputs (a cluster's name, a subnet's id ...) are checked again, by the same planner, when
+        # they resolve; the resources that read them wait for that check.
+        inputs = DeferredInputs("EfaNodeGroup", args, EfaNodeGroupArgs, DEFERRABLE, PLAIN_REASONS)
+        catalog = catalog or active_catalog()
+
+        def plan_with(values: Mapping[str, Any]) -> NodeGroupPlan:
+            return plan_efa_node_group(values, catalog, offered_availability_zones, is_deferred=inputs.is_deferred)
+
+        plan = plan_with(inputs.values)
+        inputs.check_on_resolve(plan_with)
+        spec = plan.spec
 
         super().__init__(TYPE_TOKEN, name, {}, opts)
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(spec.tags)
 
+        def resource_inputs(builder_inputs: Mapping[str, Any]) -> dict[str, Any]:
+            return to_pulumi_kwargs(inputs.restore(builder_inputs))
+
         security_group = aws.ec2.SecurityGroup(
-            f"{name}-efa-sg", **to_pulumi_kwargs(efa_security_group_inputs(name, spec.vpc_id, tags)), opts=child
+            f"{name}-efa-sg", **resource_inputs(efa_security_group_inputs(name, spec.vpc_id, tags)), opts=child
         )
         ingress = aws.vpc.SecurityGroupIngressRule(
-            f"{name}-efa-sg-self-ingress", **to_pulumi_kwargs(efa_self_ingress_rule_inputs(security_group.id, tags)), opts=child
+            f"{name}-efa-sg-self-ingress", **resource_inputs(efa_self_ingress_rule_inputs(security_group.id, tags)), opts=child
         )
         egress = aws.vpc.SecurityGroupEgressRule(
-            f"{name}-efa-sg-self-egress", **to_pulumi_kwargs(efa_self_egress_rule_inputs(security_group.id, tags)), opts=child
+            f"{name}-efa-sg-self-egress", **resource_inputs(efa_self_egress_rule_inputs(security_group.id, tags)), opts=child
         )
 
+        placement: Optional[aws.ec2.PlacementGroup] = None
         placement_name: Any = None
         if spec.placement_group.mode == "create":
             placement = aws.ec2.PlacementGroup(
-                f"{name}-placement", **to_pulumi_kwargs(placement_group_inputs(tags=tags)), opts=child
+                f"{name}-placement", **resource_inputs(placement_group_inputs(tags=tags)), opts=child
             )
             placement_name = placement.name
         elif spec.placement_group.mode == "existing":
-            placement_name = spec.placement_group.name
+            placement_name = inputs.restore(spec.placement_group.name)
 
         single_type = spec.instance_types[0] if len(spec.instance_types) == 1 else None
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
-            **to_pulumi_kwargs(
+            **resource_inputs(
                 launch_template_inputs(
                     name,
                     single_type,
-                    plan,
+                    plan.interfaces,
                     [security_group.id, *spec.security_group_ids],
-                    to_base64(user_data),
+                    to_base64(plan.user_data),
                     placement_group_name=placement_name,
                     capacity_reservation_id=spec.capacity_reservation_id,
                     capacity_block=spec.capacity_type == "CAPACITY_BLOCK",
@@ -189,7 +240,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
 
         node_group = aws.eks.NodeGroup(
             node_group_resource_name(name),  # "<name>-ng", or a short stable name EKS accepts
-            **to_pulumi_kwargs(
+            **resource_inputs(
                 node_group_inputs(
                     cluster_name=spec.cluster_name,
                     node_role_arn=spec.node_role_arn,
@@ -201,8 +252,8 @@ class EfaNodeGroup(pulumi.ComponentResource):
                     min_size=spec.scaling.min_size,
                     max_size=spec.scaling.max_size,
                     desired_size=spec.scaling.initial_size,
-                    labels=labels,
-                    taints=taints,
+                    labels=plan.labels,
+                    taints=plan.taints,
                     instance_types=None if single_type else spec.instance_types,
                     tags=tags,
                     release_version=spec.release_version,
@@ -215,17 +266,19 @@ class EfaNodeGroup(pulumi.ComponentResource):
             ),
         )
 
+        self.node_group = pulumi.Output.from_input(node_group)
+        self.launch_template = pulumi.Output.from_input(launch_template)
+        self.security_group = pulumi.Output.from_input(security_group)
+        self.placement_group = pulumi.Output.from_input(placement)
         self.node_group_name = node_group.node_group_name
+        self.node_group_arn = node_group.arn
         self.launch_template_id = launch_template.id
+        self.launch_template_version = launch_template.latest_version
         self.security_group_id = security_group.id
         self.placement_group_name = pulumi.Output.from_input(placement_name)
-        self.interface_plan = [interface.to_launch_template() for interface in plan]
-        self.register_outputs(
-            {
-                "nodeGroupName": self.node_group_name,
-                "launchTemplateId": self.launch_template_id,
-                "securityGroupId": self.security_group_id,
-                "placementGroupName": self.placement_group_name,
-                "interfacePlan": self.interface_plan,
-            }
-        )
+        self.interface_plan = pulumi.Output.from_input([
+            InterfaceArgs(network_card_index=i.network_card_index, device_index=i.device_index,
+                          interface_type=i.interface_type)
+            for i in plan.interfaces
+        ])
+        register_declared_outputs(self)

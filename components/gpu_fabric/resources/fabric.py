@@ -1,8 +1,6 @@
 """``GpuFabric``: the whole fabric from one validated configuration -- the one stack."""
 
-from __future__ import annotations
-
-from typing import Any, Optional, TypedDict
+from typing import Any, Mapping, Optional, Sequence, TypedDict, cast
 
 import pulumi
 
@@ -10,41 +8,130 @@ from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
 from gpu_fabric.builders.gpustack import gpustack_manifests
 from gpu_fabric.catalog import InstanceCatalog, active_catalog
 from gpu_fabric.fabric_plan import device_manager_args, efa_plugin_args, topology_agent_args
-from gpu_fabric.resources.device_plugins import EfaDevicePlugin, GpuStackDeviceManager
-from gpu_fabric.resources.efa_node_group import EfaNodeGroup
-from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent
-from gpu_fabric.resources.kubernetes_objects import child_options
+from gpu_fabric.resources import efa_node_group, kv_cache, model_deployment
+from gpu_fabric.resources.args import DeploymentArgs, KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs, PoolArgs, Required
+from gpu_fabric.resources.device_plugins import (
+    EfaDevicePlugin,
+    EfaDevicePluginArgs,
+    GpuStackDeviceManager,
+    GpuStackDeviceManagerArgs,
+)
+from gpu_fabric.resources.efa_node_group import EfaNodeGroup, EfaNodeGroupArgs
+from gpu_fabric.resources.inputs import ANY, DeferredInputs
+from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent, KubeletTopologyAgentArgs
+from gpu_fabric.resources.kubernetes_objects import child_options, qualified_name
 from gpu_fabric.resources.kueue_pool import KueuePool
 from gpu_fabric.resources.kv_cache import KVCache
 from gpu_fabric.resources.model_deployment import ModelDeployment
+from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.spec.fabric import FabricConfig, config_keys, load_config
+from gpu_fabric.spec.fabric import FabricConfig, load_config
 from gpu_fabric.taints import eks_effect
 
 
-class GpuFabricArgs(TypedDict, total=False):
-    """The stack configuration: the same camelCase keys as ``gpu-fabric:*`` in ``Pulumi.<stack>.yaml``."""
+class EfaPluginSettingsArgs(TypedDict, total=False):
+    """AWS's EFA device plugin (``vpc.amazonaws.com/efa``)."""
 
-    queueOwner: str
-    """``gpustack`` (default: the operator owns ClusterQueues) or ``standalone`` (this stack owns them)."""
-    gpustackApiVersion: str
-    """``v1alpha1`` (default: the version the operator's CRDs serve) or ``v1`` (its aggregated API)."""
-    namespaces: list[str]
-    """Tenant namespaces."""
-    pools: list[dict[str, Any]]
-    """Pools (ClusterQueues / InstanceTypes) and their nodes."""
-    kvCacheBackends: list[dict[str, Any]]
-    """Mooncake KVCacheBackends."""
-    kvCachePools: list[dict[str, Any]]
-    """KVCachePools."""
-    kvCachePoolBindings: list[dict[str, Any]]
-    """KVCachePoolBindings."""
-    modelDeployments: list[dict[str, Any]]
-    """ModelDeployments."""
-    devicePlugins: dict[str, Any]
-    """Which device plugins the stack deploys (``efa``, ``deviceManager``)."""
-    kubernetes: dict[str, Any]
+    deploy: bool
+    """Deploy it for the stack's EFA pools (default true); ``false`` when something else installs it."""
+    namespace: str
+    """Default ``kube-system``."""
+    image_repository: str
+    """Default: the us-west-2 EKS ECR repository; use your region's."""
+    image_tag: str
+    """Default ``v0.5.20`` (P6 instances need at least ``v0.5.6``)."""
+
+
+class DeviceManagerSettingsArgs(TypedDict, total=False):
+    """GPUStack's Device Manager, which advertises ``device.gpustack.ai/rdma*`` on RDMA nodes."""
+
+    deployed_by: str
+    """``operator-chart`` (default: the GPUStack chart runs its own) or ``stack``."""
+    namespace: str
+    """Default ``gpustack-system``."""
+    release_name: str
+    """Default ``gpustack-operator``."""
+    image: str
+    """Operator image repository."""
+    image_tag: str
+    """Pin the operator version you validate against."""
+
+
+class DevicePluginSettingsArgs(TypedDict, total=False):
+    """The device plugins that make fabric NICs schedulable."""
+
+    efa: EfaPluginSettingsArgs
+    """AWS's EFA device plugin."""
+    device_manager: DeviceManagerSettingsArgs
+    """GPUStack's Device Manager."""
+
+
+class EksClusterRefArgs(TypedDict, total=False):
+    """An existing EKS cluster, reached with ``aws eks get-token``."""
+
+    name: Required[str]
+    """Cluster name."""
+    region: str
+    """Defaults to the AWS provider's region (``aws:region``)."""
+
+
+class KubernetesTargetArgs(TypedDict, total=False):
     """Where the Kubernetes objects go (read by the stack program, which builds the provider)."""
+
+    eks_cluster: EksClusterRefArgs
+    """An EKS cluster."""
+    context: str
+    """A context of the ambient kubeconfig."""
+
+
+class GpuFabricArgs(TypedDict, total=False):
+    """The whole fabric: the same settings as ``gpu-fabric:*`` in ``Pulumi.<stack>.yaml``, with snake_case keys.
+
+    Plain, except what the components accept as Outputs: the node groups' cluster, VPC, subnet, AZ,
+    role, security groups, KMS key and reservation, and the images.
+    """
+
+    queue_owner: str
+    """``gpustack`` (default: the operator owns ClusterQueues) or ``standalone`` (this stack owns them)."""
+    gpustack_api_version: str
+    """``v1alpha1`` (default: the version the operator's CRDs serve) or ``v1`` (its aggregated API)."""
+    namespaces: Required[Sequence[str]]
+    """Tenant namespaces."""
+    pools: Required[Sequence[PoolArgs]]
+    """Pools (ClusterQueues / InstanceTypes) and their nodes."""
+    kv_cache_backends: Sequence[KVCacheBackendArgs]
+    """Mooncake KVCacheBackends."""
+    kv_cache_pools: Sequence[KVCachePoolArgs]
+    """KVCachePools."""
+    kv_cache_pool_bindings: Sequence[KVCachePoolBindingArgs]
+    """KVCachePoolBindings."""
+    model_deployments: Sequence[DeploymentArgs]
+    """ModelDeployments."""
+    device_plugins: DevicePluginSettingsArgs
+    """Which device plugins the stack deploys."""
+    kubernetes: KubernetesTargetArgs
+    """Where the Kubernetes objects go."""
+
+
+DEFERRABLE = (
+    *(("pools", ANY, "aws", *path) for path in efa_node_group.DEFERRABLE),
+    *(("kv_cache_backends", *path[2:]) for path in kv_cache.DEFERRABLE),
+    *(("model_deployments", ANY, *path[1:]) for path in model_deployment.DEFERRABLE),
+)
+"""What may be an ``Output``: whatever the child components accept as one."""
+
+PLAIN_REASONS = {
+    "pools": "pools decide node groups, queues and device plugins; only their node groups' "
+             "cluster, network, role, key and reservation values may be Outputs",
+    "namespaces": "each namespace gets its own LocalQueues",
+    "model_deployments": "deployments are admitted offline before registration; only images may be Outputs",
+    "kv_cache_backends": "backends are checked against the fabric; only images and addresses may be Outputs",
+}
+
+
+def fabric_args(config: FabricConfig) -> GpuFabricArgs:
+    """A validated configuration as ``GpuFabricArgs`` (its snake_case dump has exactly that shape)."""
+    return cast(GpuFabricArgs, config.model_dump(exclude_none=True))
 
 
 class GpuFabric(pulumi.ComponentResource):
@@ -52,6 +139,18 @@ class GpuFabric(pulumi.ComponentResource):
 
     local_queues: pulumi.Output[dict[str, dict[str, str]]]
     """Pool name -> namespace -> entrance LocalQueue name (what workloads put in ``kueue.x-k8s.io/queue-name``)."""
+    cluster_queues: pulumi.Output[dict[str, str]]
+    """Pool name -> ClusterQueue name."""
+    node_group_names: pulumi.Output[dict[str, str]]
+    """Pool name -> EKS node group name, for pools with an ``aws`` node group."""
+    efa_security_group_ids: pulumi.Output[dict[str, str]]
+    """Pool name -> id of its EFA security group, for pools with an ``aws`` node group."""
+    device_plugin_daemonsets: pulumi.Output[list[str]]
+    """Names of the device-plugin DaemonSets this fabric deploys."""
+    kv_cache_backend_names: pulumi.Output[list[str]]
+    """Names of the KVCacheBackends."""
+    model_deployment_names: pulumi.Output[list[str]]
+    """``namespace/name`` of each ModelDeployment."""
 
     def __init__(
         self,
@@ -62,9 +161,10 @@ class GpuFabric(pulumi.ComponentResource):
         catalog: Optional[InstanceCatalog] = None,
         validated: Optional[FabricConfig] = None,
     ) -> None:
+        inputs = DeferredInputs("GpuFabric", args, GpuFabricArgs, DEFERRABLE, PLAIN_REASONS)
         # ``validated``: the caller already ran load_config on these same args (the stack program
         # must, to build its provider first); validating again would only repeat the work.
-        config = validated or load_config({key: args.get(key) for key in config_keys() if args.get(key) is not None})
+        config = validated or load_config(inputs.values)
         catalog = catalog or active_catalog()
         _check_node_groups(config, catalog)  # instance facts, before the first registration
         # Stack-wide facts ride on the component's inputs so that policies can read them at preview.
@@ -75,61 +175,98 @@ class GpuFabric(pulumi.ComponentResource):
         self.config: FabricConfig = config
         """The validated configuration this fabric was built from."""
 
+        self.node_groups: dict[str, EfaNodeGroup] = {}
+        """Pool name -> its EFA node group."""
         for pool in config.pools:
             if pool.aws is not None:
-                EfaNodeGroup(f"{name}-{pool.name}-nodes", {
-                    **pool.aws.model_dump(by_alias=True, exclude_none=True),
+                node_group_args = {
+                    **pool.aws.model_dump(exclude_none=True),
                     # The pool's taints are the nodes' taints: the node group must set them.
                     "taints": _eks_taints(pool.taint_dicts()),
-                    "topology": pool.topology.model_dump(by_alias=True, exclude_none=True),
-                    "poolLabels": pool.node_labels,
-                }, child_options(self), catalog=catalog)
+                    "topology": pool.topology.model_dump(exclude_none=True),
+                    "pool_labels": pool.node_labels,
+                }
+                self.node_groups[pool.name] = EfaNodeGroup(
+                    f"{name}-{pool.name}-nodes", cast(EfaNodeGroupArgs, inputs.restore(node_group_args)),
+                    child_options(self), catalog=catalog)
         plugin_args = efa_plugin_args(config)
-        if plugin_args:
-            EfaDevicePlugin(f"{name}-efa-device-plugin", plugin_args, child_options(self))
+        self.efa_device_plugin: Optional[EfaDevicePlugin] = (
+            EfaDevicePlugin(f"{name}-efa-device-plugin", cast(EfaDevicePluginArgs, plugin_args), child_options(self)) if plugin_args else None)
+        """The EFA device plugin, when the fabric deploys it."""
         manager_args = device_manager_args(config)
-        if manager_args:
-            GpuStackDeviceManager(f"{name}-device-manager", manager_args, child_options(self))
-        for _, agent_args in topology_agent_args(config):
-            KubeletTopologyAgent(f"{name}-{agent_args['pool']['name']}-topology-agent", agent_args, child_options(self))
+        self.device_manager: Optional[GpuStackDeviceManager] = (
+            GpuStackDeviceManager(f"{name}-device-manager", cast(GpuStackDeviceManagerArgs, manager_args), child_options(self)) if manager_args else None)
+        """The GPUStack Device Managers, when the fabric deploys them."""
+        self.topology_agents: dict[str, KubeletTopologyAgent] = {
+            agent_args["pool"]["name"]: KubeletTopologyAgent(
+                f"{name}-{agent_args['pool']['name']}-topology-agent", cast(KubeletTopologyAgentArgs, agent_args), child_options(self))
+            for _, agent_args in topology_agent_args(config)
+        }
+        """Pool name -> the kubelet topology agent delivering its settings (pools that opt in)."""
 
-        pools = {
+        self.kueue_pools: dict[str, KueuePool] = {
             pool.name: KueuePool(f"{name}-{pool.name}", {
-                "pool": pool.model_dump(by_alias=True, exclude_none=True),
+                "pool": cast(PoolArgs, inputs.restore(pool.model_dump(exclude_none=True))),
                 "namespaces": list(config.namespaces),
-                "queueOwner": config.queue_owner,
+                "queue_owner": config.queue_owner,
             }, child_options(self))
             for pool in config.pools
         }
-        cache = self._kv_cache(name, config)
+        """Pool name -> its Kueue objects."""
+        self.kv_cache: Optional[KVCache] = self._kv_cache(name, config, inputs)
+        """The KV-cache objects, when the fabric declares any."""
         cache_objects = [m for m in gpustack_manifests(config) if m["kind"] != "ModelDeployment"]
         manufacturers = {pool.name: pool.resolved_manufacturer for pool in config.pools if pool.resolved_manufacturer}
+        self.model_deployments: dict[tuple[str, str], ModelDeployment] = {}
+        """``(namespace, name)`` -> the ModelDeployment component."""
         for deployment in config.model_deployments:
-            # Depend on the exact LocalQueues the roles enter (a component dependency would expand
-            # to every queue of every namespace, which grows with the fleet squared).
-            queues = {role.instance_type: pools[role.instance_type].local_queue_resources[deployment.namespace]
+            # Depend on the exact LocalQueues the roles enter and the exact cache objects the
+            # deployment reads (a component dependency would expand to every child, which grows
+            # with the fleet squared).
+            queues = {role.instance_type: self.kueue_pools[role.instance_type].local_queue_resources[deployment.namespace]
                       for role in deployment.roles}
-            ModelDeployment(f"{name}-{deployment.namespace}-{deployment.name}", {
-                "deployment": deployment.model_dump(by_alias=True, exclude_none=True),
-                "apiVersion": config.gpustack_api_version,
-                "cacheObjects": cache_objects,
-                "manufacturers": manufacturers,
-            }, child_options(self, [*queues.values(), *([cache] if cache else [])]))
+            caches = (self.kv_cache.objects_for_binding(deployment.namespace, deployment.kv_cache.pool_ref.name)
+                      if self.kv_cache is not None and deployment.kv_cache is not None else [])
+            self.model_deployments[(deployment.namespace, deployment.name)] = ModelDeployment(
+                f"{name}-{deployment.namespace}-{deployment.name}", {
+                    "deployment": cast(DeploymentArgs, inputs.restore(deployment.model_dump(exclude_none=True))),
+                    "api_version": config.gpustack_api_version,
+                    "cache_objects": cache_objects,
+                    "manufacturers": manufacturers,
+                }, child_options(self, [*queues.values(), *caches]))
 
-        self.local_queues = pulumi.Output.all(*[p.local_queue_names for p in pools.values()]).apply(
-            lambda names: {pool.name: queues for pool, queues in zip(config.pools, names)})
-        self.register_outputs({"localQueues": self.local_queues})
+        self.local_queues = _by_pool(config, {p: pool.local_queue_names for p, pool in self.kueue_pools.items()})
+        self.cluster_queues = _by_pool(config, {p: pool.cluster_queue_name for p, pool in self.kueue_pools.items()})
+        self.node_group_names = _by_pool(config, {p: group.node_group_name for p, group in self.node_groups.items()})
+        self.efa_security_group_ids = _by_pool(config, {p: group.security_group_id for p, group in self.node_groups.items()})
+        daemonsets: list[pulumi.Output[Any]] = []
+        if self.efa_device_plugin is not None:
+            daemonsets.append(self.efa_device_plugin.daemonset_name.apply(lambda n: [n]))
+        if self.device_manager is not None:
+            daemonsets.append(self.device_manager.daemonset_names)
+        self.device_plugin_daemonsets = pulumi.Output.all(*daemonsets).apply(lambda lists: [n for names in lists for n in names])
+        self.kv_cache_backend_names = (self.kv_cache.backend_names if self.kv_cache is not None
+                                       else pulumi.Output.from_input([]))
+        self.model_deployment_names = pulumi.Output.all(*(
+            qualified_name(namespace, component.deployment) for (namespace, _), component in self.model_deployments.items()))
+        register_declared_outputs(self)
 
-    def _kv_cache(self, name: str, config: FabricConfig) -> Optional[KVCache]:
+    def _kv_cache(self, name: str, config: FabricConfig, inputs: DeferredInputs) -> Optional[KVCache]:
         if not (config.kv_cache_backends or config.kv_cache_pools or config.kv_cache_pool_bindings):
             return None
-        dump = lambda items: [item.model_dump(by_alias=True, exclude_none=True) for item in items]  # noqa: E731
+        dump = lambda items: [item.model_dump(exclude_none=True) for item in items]  # noqa: E731
         return KVCache(f"{name}-kv-cache", {
-            "backends": dump(config.kv_cache_backends),
+            "backends": inputs.restore(dump(config.kv_cache_backends)),
             "pools": dump(config.kv_cache_pools),
             "bindings": dump(config.kv_cache_pool_bindings),
-            "apiVersion": config.gpustack_api_version,
+            "api_version": config.gpustack_api_version,
         }, child_options(self))
+
+
+def _by_pool(config: FabricConfig, outputs: Mapping[str, pulumi.Output[Any]]) -> pulumi.Output[Any]:
+    """``{pool name: value}`` in the configuration's pool order, resolved from per-pool Outputs."""
+    names = [pool.name for pool in config.pools if pool.name in outputs]
+    return pulumi.Output.all(*(outputs[n] for n in names)).apply(lambda values: dict(zip(names, values)))
 
 
 def _eks_taints(taints: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -6,43 +6,16 @@ rule) and stays within the host access the agent needs (:mod:`gpu_fabric.host_ac
 registers the objects with their manifests passed through verbatim.
 """
 
-from typing import Any, Mapping, Optional, TypedDict, cast
+from typing import Any, Mapping, Optional, Sequence, TypedDict, cast
 
 import pulumi
 import pulumi_kubernetes as kubernetes
-from typing_extensions import NotRequired, Required
 
 from gpu_fabric.builders.kubelet_topology_agent import topology_agent_for_pool
 from gpu_fabric.coverage import daemonset_schedules_on
 from gpu_fabric.host_access import topology_agent_excess
-
-
-class KubeletTopologyArgs(TypedDict, total=False):
-    """kubelet TopologyManager / CPU manager settings (``gpu_fabric.topology.KubeletTopology``)."""
-
-    policy: str
-    """``none``, ``best-effort``, ``restricted`` (default) or ``single-numa-node``."""
-    scope: str
-    """``container`` (default) or ``pod``."""
-    cpu_manager_policy: str
-    """``none`` (default) or ``static``."""
-    reserved_system_cpus: str
-    """cpuset kept for the system, e.g. ``"0-1"``; required with ``static``."""
-    policy_options: dict[str, str]
-    """TopologyManager policy options."""
-    cpu_manager_policy_options: dict[str, str]
-    """Static CPU manager options."""
-
-
-class TopologyAgentTaintArgs(TypedDict, total=False):
-    """A taint of the pool's nodes; the agent tolerates it."""
-
-    key: Required[str]
-    """Taint key."""
-    value: NotRequired[str]
-    """Taint value; absent means the toleration uses ``Exists``."""
-    effect: Required[str]
-    """``NoSchedule``/``NoExecute``/``PreferNoSchedule`` (or EKS spelling)."""
+from gpu_fabric.resources.args import KubeletTopologyArgs, Required, TaintArgs
+from gpu_fabric.resources.outputs import register_declared_outputs
 
 
 class TopologyAgentPoolArgs(TypedDict, total=False):
@@ -50,9 +23,9 @@ class TopologyAgentPoolArgs(TypedDict, total=False):
 
     name: Required[str]
     """Pool (InstanceType / ClusterQueue) name; names the objects."""
-    labels: Required[dict[str, str]]
+    labels: Required[Mapping[str, str]]
     """Labels only this pool's nodes carry together: the DaemonSet's node selector."""
-    taints: list[TopologyAgentTaintArgs]
+    taints: Sequence[TaintArgs]
     """Taints of the pool's nodes."""
     topology: KubeletTopologyArgs
     """The settings to deliver. Default: the fabric default (``restricted`` / ``container``)."""
@@ -67,7 +40,7 @@ class KubeletTopologyAgentArgs(TypedDict, total=False):
     """Namespace of the namespaced objects. Default ``kube-system``."""
     image: str
     """Image with ``python3``. Default ``python:3.12-slim``; pin a digest in production."""
-    host_paths: list[str]
+    host_paths: Sequence[str]
     """Host directories the agent may write. Default ``/etc/kubernetes`` and ``/var/lib/kubelet``."""
     kubelet_unit: str
     """systemd unit of the kubelet. Default ``kubelet.service``."""
@@ -140,5 +113,4 @@ class KubeletTopologyAgent(pulumi.ComponentResource):
         self.namespace = created.apply(lambda _: ds_namespace)
         self.settings_digest = pulumi.Output.from_input(
             daemonset["spec"]["template"]["metadata"]["annotations"]["gpu-fabric.io/settings-digest"])
-        self.register_outputs({"daemonset_name": self.daemonset_name, "namespace": self.namespace,
-                               "settings_digest": self.settings_digest})
+        register_declared_outputs(self)

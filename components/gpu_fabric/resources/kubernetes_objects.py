@@ -4,9 +4,7 @@ Manifests stay exactly as the builders made them (camelCase keys), so the inputs
 receives, and that policies read, are the manifests themselves.
 """
 
-from __future__ import annotations
-
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -42,6 +40,17 @@ def register_manifest(
     )
 
 
-def child_options(parent: pulumi.Resource, depends_on: Optional[list[pulumi.Resource]] = None) -> pulumi.ResourceOptions:
+def child_options(parent: pulumi.Resource, depends_on: Optional[Sequence[pulumi.Resource]] = None) -> pulumi.ResourceOptions:
     """Options for a child: parented (so names, providers and protection flow down) and ordered."""
-    return pulumi.ResourceOptions(parent=parent, depends_on=depends_on or None)
+    return pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on) if depends_on else None)
+
+
+def metadata_name(resource: pulumi.CustomResource) -> pulumi.Output[str]:
+    """``metadata.name`` of a registered object, as the engine reports it (so readers wait for the object)."""
+    metadata: pulumi.Output[Any] = resource.metadata  # type: ignore[attr-defined]
+    return metadata.apply(lambda meta: str(meta["name"] if isinstance(meta, Mapping) else meta.name))
+
+
+def qualified_name(namespace: str, resource: pulumi.CustomResource) -> pulumi.Output[str]:
+    """``namespace/name`` of a registered namespaced object."""
+    return metadata_name(resource).apply(lambda name: f"{namespace}/{name}")

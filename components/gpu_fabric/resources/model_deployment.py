@@ -1,56 +1,88 @@
 """``ModelDeployment``: one GPUStack ModelDeployment, admitted offline before it is registered."""
 
-from __future__ import annotations
-
-from typing import Any, Optional, TypedDict
+from typing import Any, Mapping, Optional, Sequence, TypedDict
 
 import pulumi
 from pydantic import ValidationError
 
 from gpu_fabric.builders.gpustack import model_deployment
 from gpu_fabric.operator_pin import DEFAULT_API_VERSION
-from gpu_fabric.resources.kubernetes_objects import child_options, register_manifest
+from gpu_fabric.resources.args import DeploymentArgs, Required
+from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
+from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, register_manifest
+from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.spec.gpustack import ModelDeploymentSpec
-from gpu_fabric.transfer import analyze
+from gpu_fabric.transfer import TransferReport, analyze
+
+DEFERRABLE = (
+    ("deployment", "router", "image"),
+    ("deployment", "roles", ANY, "image"),
+)
+"""Argument paths that may be ``Output``s: the images."""
+
+PLAIN_REASONS = {
+    "deployment": "its roles and resources are admitted offline before registration; only images may be Outputs",
+    "api_version": "it decides the object's apiVersion",
+    "cache_objects": "the transfer analysis reads them before registration",
+    "manufacturers": "the transfer analysis reads them before registration",
+}
 
 
 class ModelDeploymentArgs(TypedDict, total=False):
     """Inputs of :class:`ModelDeployment`."""
 
-    deployment: dict[str, Any]
-    """The deployment, as in ``modelDeployments[]`` (``name``, ``namespace`` and the spec fields)."""
-    apiVersion: str
+    deployment: Required[DeploymentArgs]
+    """The deployment: ``name``, ``namespace`` and the spec fields."""
+    api_version: str
     """``v1alpha1`` (default: the version the operator's CRDs serve) or ``v1`` (its aggregated API)."""
-    cacheObjects: list[dict[str, Any]]
-    """Manifests of the KVCachePoolBinding, KVCachePool and KVCacheBackend that ``kvCache.poolRef``
+    cache_objects: Sequence[Mapping[str, Any]]
+    """Manifests of the KVCachePoolBinding, KVCachePool and KVCacheBackend that ``kv_cache.pool_ref``
     resolves to; required when the deployment requests interfaces through a cache leg."""
-    manufacturers: dict[str, str]
+    manufacturers: Mapping[str, str]
     """InstanceType name -> accelerator manufacturer, when the name does not tell it."""
+
+
+def admit_model_deployment(args: Mapping[str, Any]) -> tuple[ModelDeploymentSpec, dict[str, Any], TransferReport]:
+    """Validate the deployment and run the operator's transfer-path admission over it; raise naming the property."""
+    try:
+        deployment = ModelDeploymentSpec.model_validate(args.get("deployment") or {})
+    except ValidationError as error:
+        raise InvalidInputError(ConfigError.from_validation_error(error, ("deployment",)).problems, "ModelDeployment") from None
+    manifest = model_deployment(deployment, args.get("api_version") or DEFAULT_API_VERSION)
+    cache_objects = args.get("cache_objects") or []
+    report = analyze([manifest, *cache_objects], manufacturers=args.get("manufacturers") or {})
+    if report.errors:
+        raise InvalidInputError(((f"deployment.{f.path.removeprefix('spec.')}", f.message) for f in report.errors),
+                                "ModelDeployment")
+    return deployment, manifest, report
 
 
 class ModelDeployment(pulumi.ComponentResource):
     """A ModelDeployment whose interface requests the operator is known to accept."""
 
+    deployment_name: pulumi.Output[str]
+    """Name of the ModelDeployment object, from the registered object."""
+    namespace: pulumi.Output[str]
+    """Its namespace."""
     resource_grants: pulumi.Output[dict[str, dict[str, int]]]
     """Device resources each role's engine container receives, by role name."""
 
     def __init__(self, name: str, args: ModelDeploymentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        try:
-            deployment = ModelDeploymentSpec.model_validate(args.get("deployment") or {})
-        except ValidationError as error:
-            raise ConfigError.from_validation_error(error, ("deployment",)) from None
-        manifest = model_deployment(deployment, args.get("apiVersion") or DEFAULT_API_VERSION)
-        report = analyze([manifest, *(args.get("cacheObjects") or [])], manufacturers=args.get("manufacturers") or {})
-        if report.errors:
-            raise ConfigError((f"deployment.{f.path.removeprefix('spec.')}", f.message) for f in report.errors)
+        inputs = DeferredInputs("ModelDeployment", args, ModelDeploymentArgs, DEFERRABLE, PLAIN_REASONS)
+        deployment, manifest, report = admit_model_deployment(inputs.values)
+        inputs.check_on_resolve(admit_model_deployment)
         super().__init__("gpu-fabric:index:ModelDeployment", name, {}, opts)
 
-        register_manifest(f"{name}-deployment", manifest, child_options(self))
+        resource = register_manifest(f"{name}-deployment", inputs.restore(manifest), child_options(self))
+        self.deployment = resource
+        """The registered ModelDeployment object."""
         grants = {
             grant.role: dict(grant.resources)
             for grant in report.role_grants
             if grant.deployment == deployment.name and grant.namespace == deployment.namespace
         }
+        self.deployment_name = metadata_name(resource)
+        self.namespace = pulumi.Output.from_input(deployment.namespace)
         self.resource_grants = pulumi.Output.from_input(grants)
-        self.register_outputs({"resourceGrants": self.resource_grants})
+        register_declared_outputs(self)
