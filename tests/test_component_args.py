@@ -26,7 +26,8 @@ PAIRS = [
     (a.ExternalEndpointArgs, g.ExternalEndpoint), (a.ExternalArgs, g.External), (a.ConnectionArgs, g.Connection),
     (a.KVCacheBackendArgs, g.KVCacheBackendSpec), (a.PoolQuotaArgs, g.PoolQuota), (a.KVCachePoolArgs, g.KVCachePoolSpec),
     (a.DomainArgs, g.Domain), (a.BindingQuotaArgs, g.BindingQuota), (a.KVCachePoolBindingArgs, g.KVCachePoolBindingSpec),
-    (f.EfaPluginSettingsArgs, cluster.EfaPluginSettings), (f.DeviceManagerSettingsArgs, cluster.DeviceManagerSettings),
+    (f.EfaPluginSettingsArgs, cluster.EfaPluginSettings),
+    (f.TolerationArgs, cluster.Toleration), (f.ExternalEfaPluginArgs, cluster.ExternalEfaPlugin), (f.DeviceManagerSettingsArgs, cluster.DeviceManagerSettings),
     (f.DevicePluginSettingsArgs, cluster.DevicePluginSettings), (f.EksClusterRefArgs, cluster.EksClusterRef),
     (f.KubernetesTargetArgs, cluster.KubernetesTarget), (f.GpuFabricArgs, FabricConfig),
 ]

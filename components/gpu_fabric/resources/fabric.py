@@ -29,11 +29,37 @@ from gpu_fabric.spec.fabric import FabricConfig, load_config
 from gpu_fabric.taints import eks_effect
 
 
+class TolerationArgs(TypedDict, total=False):
+    """A pod toleration, as in a DaemonSet's pod spec."""
+
+    key: str
+    """Taint key (absent: every key, with ``Exists``)."""
+    operator: str
+    """``Equal`` (default) or ``Exists``."""
+    value: str
+    """Taint value (``Equal``)."""
+    effect: str
+    """``NoSchedule``, ``NoExecute`` or ``PreferNoSchedule`` (absent: every effect)."""
+
+
+class ExternalEfaPluginArgs(TypedDict, total=False):
+    """How the EFA device plugin reaches the EFA pools when the stack does not deploy it."""
+
+    source: Required[str]
+    """Who installs it, e.g. ``EKS add-on``."""
+    node_selector: Mapping[str, str]
+    """The DaemonSet's ``nodeSelector``."""
+    tolerations: Sequence[TolerationArgs]
+    """The DaemonSet's tolerations."""
+
+
 class EfaPluginSettingsArgs(TypedDict, total=False):
     """AWS's EFA device plugin (``vpc.amazonaws.com/efa``)."""
 
     deploy: bool
     """Deploy it for the stack's EFA pools (default true); ``false`` when something else installs it."""
+    provided_by: ExternalEfaPluginArgs
+    """With ``deploy: false``: the plugin installed outside the stack, checked to schedule on every EFA pool."""
     namespace: str
     """Default ``kube-system``."""
     image_repository: str
