@@ -209,3 +209,12 @@ def test_new_target_cluster_replaces_the_provider_and_every_object_it_manages(re
     replaced = {s.urn for s in digest.steps if s.op == "replace"}
     assert providers | managed <= replaced
     assert all(any("provider" in hint for hint in s.hints) for s in digest.steps if s.urn in managed)
+
+
+@pytest.mark.parametrize("field, value", [("releaseVersion", "1.33.0-20260101"), ("kubernetesVersion", "1.33")])
+def test_ami_release_or_kubernetes_version_rolls_the_node_group(repo, base, edit_stack, field, value):
+    edit_stack(lambda c: next(p for p in c["gpu-fabric:pools"] if p.get("aws"))["aws"].__setitem__(field, value))
+    head, digest = head_digest(repo, base)
+    groups = [s for s in digest.steps if s.type == NODE_GROUP]
+    assert groups and all(s.op == "update" and s.rolls_nodes for s in groups)
+    assert not [s for s in digest.steps if s.op in ("replace", "delete")]

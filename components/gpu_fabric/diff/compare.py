@@ -36,18 +36,41 @@ SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 class PlannedResource(Protocol):
     """What the comparison reads of a rendered resource (``gpu_fabric.render.RenderedResource``)."""
 
-    urn: str
-    type: str
-    name: str
-    parent: str
-    custom: bool
-    inputs: dict[str, Any]
-    replace_on_changes: tuple[str, ...]
-    ignore_changes: tuple[str, ...]
-    dependencies: dict[str, tuple[str, ...]]
-    computed: dict[str, Any]
-    provider: str
-    aliases: tuple[str, ...]
+    @property
+    def urn(self) -> str: ...
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def parent(self) -> str: ...
+
+    @property
+    def custom(self) -> bool: ...
+
+    @property
+    def inputs(self) -> dict[str, Any]: ...
+
+    @property
+    def replace_on_changes(self) -> tuple[str, ...]: ...
+
+    @property
+    def ignore_changes(self) -> tuple[str, ...]: ...
+
+    @property
+    def dependencies(self) -> dict[str, tuple[str, ...]]: ...
+
+    @property
+    def computed(self) -> dict[str, Any]: ...
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
 
 
 class _Secret:

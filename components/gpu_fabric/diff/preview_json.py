@@ -110,7 +110,7 @@ def digest_from_preview(document: Any, *, source: str = "<preview>", stack: Opti
         if op in _QUIET_OPS:
             continue
         state = step.get("newState") or step.get("oldState") or {}
-        type_ = state.get("type") if isinstance(state, dict) and state.get("type") else parse_urn(urn).type
+        type_ = str(state["type"]) if isinstance(state, dict) and state.get("type") else parse_urn(urn).type
         changes = _changes(step, source, step["_where"])
         reasons = step.get("replaceReasons")
         steps.append(Step(

@@ -176,7 +176,7 @@ def source_kind_switched(type_token: str, old_inputs: Mapping, new_inputs: Mappi
     return old_kind != new_kind
 
 
-def rolls_nodes(type_token: str, op: str, changed_paths: Iterable[Sequence[str]]) -> bool:
+def rolls_nodes(type_token: str, op: str, changed_paths: Iterable[Sequence[Any]]) -> bool:
     """Does the step replace the nodes of an EKS node group (rolling update or replacement)?"""
     if type_token != NODE_GROUP:
         return False
