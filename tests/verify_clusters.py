@@ -9,6 +9,8 @@ path (DaemonSets with every pod ready); tests name the walkthrough's objects lit
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -24,6 +26,16 @@ RDMA_LABEL = {"feature.gpustack.ai/rdma.capable": "true"}
 SEED_ALLOCATABLE = {"cpu": "47", "memory": "185Gi", "nvidia.com/gpu": "4", "device.gpustack.ai/rdma": "2",
                     "device.gpustack.ai/rdma.shared": "128", "pods": "110"}
 EFA_PLUGIN = "/apis/apps/v1/namespaces/kube-system/daemonsets/aws-efa-k8s-device-plugin"
+
+
+@functools.lru_cache(maxsize=None)
+def _rendered(stack: str) -> tuple[dict[str, Any], ...]:
+    return tuple(render_stack(stack, PROJECT_DIR).kubernetes_objects())
+
+
+def rendered_manifests(stack: str) -> list[dict[str, Any]]:
+    """What ``pulumi up`` applies for an example stack (rendered once per test session; copies)."""
+    return copy.deepcopy(list(_rendered(stack)))
 
 
 def plural(kind: str) -> str:
@@ -51,7 +63,7 @@ def seed_cluster() -> FakeCluster:
     # A control-plane node without the pool's labels: not the pool's, never judged against it.
     cluster.add_node(node("control-plane-1", {"node-role.kubernetes.io/control-plane": ""}, {"cpu": "4", "pods": "110"}),
                      kubelet_config(policy="none"))
-    apply(cluster, render_stack("seed-rdma", PROJECT_DIR).kubernetes_objects(), ready_pods=len(SEED_NODES))
+    apply(cluster, rendered_manifests("seed-rdma"), ready_pods=len(SEED_NODES))
     return cluster
 
 
@@ -67,5 +79,5 @@ def efa_cluster() -> FakeCluster:
                          kubelet_config())
         cluster.add_node(node(f"ip-10-0-2-{i}", {**efa, "node.kubernetes.io/instance-type": "c6in.32xlarge"},
                               {"vpc.amazonaws.com/efa": "2"}), kubelet_config())
-    apply(cluster, render_stack("aws-efa", PROJECT_DIR).kubernetes_objects(), ready_pods=4)
+    apply(cluster, rendered_manifests("aws-efa"), ready_pods=4)
     return cluster
