@@ -175,6 +175,7 @@ SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "deployment-name-uppercase": (seed(lambda c: c["gpu-fabric:modelDeployments"][0].update(name="Qwen-PD")),
                                   ("modelDeployments[0].name",)),
     "kubernetes-context-empty": (seed(lambda c: c.update({"gpu-fabric:kubernetes": {"context": ""}})), ("kubernetes.context",)),
+    "too-many-namespaces": (seed(lambda c: c["gpu-fabric:namespaces"].extend(f"ns-{i}" for i in range(1000))), ("namespaces",)),
     "kubernetes-no-target": (efa(lambda c: c["gpu-fabric:kubernetes"].pop("eksCluster")), ("kubernetes",)),
     "kubernetes-both-targets": (efa(lambda c: c["gpu-fabric:kubernetes"].update(context="prod")), ("kubernetes",)),
     "unknown-key-under-namespace": (seed(lambda c: c.update({"gpu-fabric:pool": []})), ("pool", "unknown configuration key")),

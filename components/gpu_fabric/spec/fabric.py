@@ -25,6 +25,10 @@ from gpu_fabric.spec.gpustack import (
 from gpu_fabric.spec.pool import PoolSpec, check_namespace
 
 CONFIG_NAMESPACE = "gpu-fabric"
+# Every pool gets a LocalQueue in every tenant namespace: sane bounds keep a typo (a generated list
+# gone wrong) from planning hundreds of thousands of objects.
+MAX_NAMESPACES = 1000
+MAX_POOLS = 256
 
 
 class FabricConfig(SpecModel):
@@ -36,9 +40,9 @@ class FabricConfig(SpecModel):
     """``worker.gpustack.ai`` version to write: ``v1alpha1`` (the version the operator's CRDs serve and its
     webhooks match; the default) or ``v1`` (the operator worker's aggregated API, as in its docs).
     See docs/gpustack-api-version.md."""
-    namespaces: list[Annotated[str, AfterValidator(check_namespace)]] = Field(min_length=1)
+    namespaces: list[Annotated[str, AfterValidator(check_namespace)]] = Field(min_length=1, max_length=MAX_NAMESPACES)
     """Tenant namespaces; each gets a LocalQueue per pool."""
-    pools: list[PoolSpec] = Field(min_length=1)
+    pools: list[PoolSpec] = Field(min_length=1, max_length=MAX_POOLS)
     kv_cache_backends: list[KVCacheBackendSpec] = Field(default_factory=list)
     kv_cache_pools: list[KVCachePoolSpec] = Field(default_factory=list)
     kv_cache_pool_bindings: list[KVCachePoolBindingSpec] = Field(default_factory=list)
