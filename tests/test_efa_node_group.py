@@ -211,7 +211,7 @@ def test_p5_node_group(mocks: RecordingMocks) -> None:
 
     assert outputs["node_group"] == "h100-ng-auto" and outputs["launch_template"] == "h100-lt-id"
     assert outputs["security_group"] == "h100-efa-sg-id" and outputs["placement_group"] == "h100-placement-auto"
-    assert len(outputs["plan"]) == 33 and outputs["plan"][0] == {"network_card_index": 0, "device_index": 0, "interface_type": "interface"}
+    assert len(outputs["plan"]) == 33 and outputs["plan"][0] == {"card": 0, "device": 0, "type": "interface"}
 
 
 def test_user_data_carries_topology_and_labels(mocks: RecordingMocks) -> None:

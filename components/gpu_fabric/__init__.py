@@ -14,3 +14,56 @@ Importing the package stays cheap: nothing here imports Pulumi or boto3.
 """
 
 __version__ = "0.1.0"
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# The public API: ``from gpu_fabric import EfaNodeGroup, EfaNodeGroupArgs``. Resolved on first use
+# (PEP 562), so ``import gpu_fabric`` and the CLI's offline commands never pay for Pulumi's import.
+_PUBLIC = {
+    "GpuFabric": "gpu_fabric.resources.fabric",
+    "GpuFabricArgs": "gpu_fabric.resources.fabric",
+    "EfaNodeGroup": "gpu_fabric.resources.efa_node_group",
+    "EfaNodeGroupArgs": "gpu_fabric.resources.efa_node_group",
+    "KueuePool": "gpu_fabric.resources.kueue_pool",
+    "KueuePoolArgs": "gpu_fabric.resources.kueue_pool",
+    "KVCache": "gpu_fabric.resources.kv_cache",
+    "KVCacheArgs": "gpu_fabric.resources.kv_cache",
+    "ModelDeployment": "gpu_fabric.resources.model_deployment",
+    "ModelDeploymentArgs": "gpu_fabric.resources.model_deployment",
+    "EfaDevicePlugin": "gpu_fabric.resources.device_plugins",
+    "EfaDevicePluginArgs": "gpu_fabric.resources.device_plugins",
+    "GpuStackDeviceManager": "gpu_fabric.resources.device_plugins",
+    "GpuStackDeviceManagerArgs": "gpu_fabric.resources.device_plugins",
+    "KubeletTopologyAgent": "gpu_fabric.resources.kubelet_topology_agent",
+    "KubeletTopologyAgentArgs": "gpu_fabric.resources.kubelet_topology_agent",
+}
+
+__all__ = ["__version__", *_PUBLIC]
+
+if TYPE_CHECKING:  # what static type checkers and IDEs see; the same names __getattr__ returns
+    from gpu_fabric.resources.device_plugins import (
+        EfaDevicePlugin,
+        EfaDevicePluginArgs,
+        GpuStackDeviceManager,
+        GpuStackDeviceManagerArgs,
+    )
+    from gpu_fabric.resources.efa_node_group import EfaNodeGroup, EfaNodeGroupArgs
+    from gpu_fabric.resources.fabric import GpuFabric, GpuFabricArgs
+    from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent, KubeletTopologyAgentArgs
+    from gpu_fabric.resources.kueue_pool import KueuePool, KueuePoolArgs
+    from gpu_fabric.resources.kv_cache import KVCache, KVCacheArgs
+    from gpu_fabric.resources.model_deployment import ModelDeployment, ModelDeploymentArgs
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpu_fabric' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})

@@ -11,6 +11,8 @@ _COMPUTED = {
     "aws:ec2/placementGroup:PlacementGroup": {"name": lambda args: args.name},
     "aws:ec2/launchTemplate:LaunchTemplate": {"name": lambda args: args.name, "latestVersion": lambda args: 1},
     "aws:ec2/securityGroup:SecurityGroup": {"name": lambda args: args.name},
+    "aws:eks/nodeGroup:NodeGroup": {"nodeGroupName": lambda args: args.name,
+                                    "arn": lambda args: f"arn:aws:eks:offline:000000000000:nodegroup/{args.name}"},
 }
 
 

@@ -76,14 +76,19 @@ class EfaNodeGroupArgs(AwsNodeGroupArgs, total=False):
     """Labels of the fabric pool, added to ``labels``. Plain: written into the user data."""
 
 
-class InterfaceArgs(TypedDict):
-    """One network interface of the launch template."""
+class NetworkInterfacePlan(TypedDict):
+    """One network interface of the launch template.
 
-    network_card_index: int
-    """Network card of the interface."""
-    device_index: int
+    One-word keys: the provider passes lists of output objects to other languages without renaming
+    their keys (``ComponentProvider.get_state`` maps only direct object outputs), so a key reads the
+    same in every language.
+    """
+
+    card: int
+    """Network card index of the interface."""
+    device: int
     """Device index on that card."""
-    interface_type: str
+    type: str
     """``interface``, ``efa`` or ``efa-only``."""
 
 
@@ -165,7 +170,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
     """Id of the EFA security group."""
     placement_group_name: pulumi.Output[Optional[str]]
     """Name of the placement group the nodes launch into, or ``None`` when they use none."""
-    interface_plan: pulumi.Output[list[InterfaceArgs]]
+    interface_plan: pulumi.Output[list[NetworkInterfacePlan]]
     """The launch template's interfaces, in order."""
 
     def __init__(
@@ -277,8 +282,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
         self.security_group_id = security_group.id
         self.placement_group_name = pulumi.Output.from_input(placement_name)
         self.interface_plan = pulumi.Output.from_input([
-            InterfaceArgs(network_card_index=i.network_card_index, device_index=i.device_index,
-                          interface_type=i.interface_type)
+            NetworkInterfacePlan(card=i.network_card_index, device=i.device_index, type=i.interface_type)
             for i in plan.interfaces
         ])
         register_declared_outputs(self)
