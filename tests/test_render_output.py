@@ -107,3 +107,15 @@ def test_no_traceback_when_the_reader_goes_away(tmp_path):
     run = subprocess.run(" ".join([*command, "check", "--project", str(PROJECT_DIR)]) + " | head -1",
                          shell=True, capture_output=True, text=True, timeout=300)
     assert run.stdout.startswith("stack ") and "Traceback" not in run.stderr and "Exception" not in run.stderr, run.stderr
+
+
+def test_a_render_made_before_the_ledger_is_replaced_but_foreign_files_stay(tmp_path):
+    out = tmp_path / "out"
+    assert render(out).code == 0
+    (out / LEDGER).unlink()
+    old = out / "k8s" / "team-a" / "modeldeployment-retired.yaml"
+    old.write_text("kind: ModelDeployment\n")
+    (out / "resources.json").write_text(json.dumps([{"urn": "u", "type": "t", "inputs": {}}]))  # changed since
+    (out / "README.txt").write_text("mine")
+    assert render(out).code == 0
+    assert not old.exists() and (out / "README.txt").read_text() == "mine"

@@ -35,8 +35,33 @@ def safe_relative_path(path: str) -> PurePosixPath:
     return relative
 
 
+def _legacy_render(out: Path) -> set[PurePosixPath]:
+    """The files of a render made before the ledger existed: ``resources.json`` (a gpu-fabric
+    listing) and the ``k8s/**/*.yaml`` beside it. Anything else in the folder stays foreign."""
+    listing = out / "resources.json"
+    try:
+        resources = json.loads(listing.read_text(encoding="utf-8")) if listing.is_file() and not listing.is_symlink() else None
+    except (OSError, ValueError):
+        return set()
+    if not (isinstance(resources, list) and resources
+            and all(isinstance(r, dict) and {"urn", "type", "inputs"} <= set(r) for r in resources)):
+        return set()
+    files = {PurePosixPath("resources.json")}
+    manifests = out / "k8s"
+    if manifests.is_dir() and not manifests.is_symlink():
+        for path in manifests.rglob("*.yaml"):
+            if path.is_file() and not path.is_symlink():
+                try:
+                    files.add(safe_relative_path(path.relative_to(out).as_posix()))
+                except OutputError:
+                    continue
+    return files
+
+
 def _previous_files(out: Path) -> set[PurePosixPath]:
     ledger = out / LEDGER
+    if not ledger.exists():
+        return _legacy_render(out)
     if not ledger.is_file() or ledger.is_symlink():
         return set()
     try:
