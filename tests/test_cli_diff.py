@@ -218,3 +218,17 @@ def test_ami_release_or_kubernetes_version_rolls_the_node_group(repo, base, edit
     groups = [s for s in digest.steps if s.type == NODE_GROUP]
     assert groups and all(s.op == "update" and s.rolls_nodes for s in groups)
     assert not [s for s in digest.steps if s.op in ("replace", "delete")]
+
+
+def test_project_in_a_subfolder_of_the_repository(tmp_path, capsys):
+    root = tmp_path / "platform"
+    project = root / "infra" / "gpu"
+    project.mkdir(parents=True)
+    shutil.copy(PROJECT_DIR / "Pulumi.yaml", project / "Pulumi.yaml")
+    shutil.copytree(PROJECT_DIR / "stacks", project / "stacks", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "README.md").write_text("platform\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    assert main(["diff", "--base", "main", "--stack", STACK, "--project", str(project), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["steps"] == []

@@ -75,8 +75,7 @@ def _digest(args: argparse.Namespace):
     if not args.stack:
         raise DiffInputError("--stack NAME is required")
     from gpu_fabric.diff.compare import compare
-    from gpu_fabric.diff.source import render_stack_at
+    from gpu_fabric.diff.source import render_base_and_head
 
-    base, base_label = render_stack_at(args.project, args.stack, args.base, side="base")
-    head, head_label = render_stack_at(args.project, args.stack, args.head, side="head")
+    base, base_label, head, head_label = render_base_and_head(args.project, args.stack, args.base, args.head)
     return compare(base.resources, head.resources, stack=args.stack, base_label=base_label, head_label=head_label)

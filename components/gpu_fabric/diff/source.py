@@ -9,9 +9,13 @@ one-line message names the ref, the stack or the file.
 from __future__ import annotations
 
 import io
+import multiprocessing
+import os
 import subprocess
 import tarfile
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Optional
 
@@ -83,6 +87,34 @@ def render_stack_at(project_dir: Path, stack: str, ref: Optional[str], *, side: 
     with tempfile.TemporaryDirectory(prefix="gpu-fabric-diff-") as folder:
         checkout = extract_project(repo, commit, project_path, Path(folder))
         return _render(checkout, stack, f"{side} {label}"), label
+
+
+def render_base_and_head(
+    project_dir: Path, stack: str, base_ref: str, head_ref: Optional[str]
+) -> tuple[RenderResult, str, RenderResult, str]:
+    """Both ends of a diff: the base rendered in a second process while this one renders the head.
+
+    The two renders are independent and each is CPU-bound, so on two cores a diff costs little
+    more than one render (``benchmarks/diff_fleet.py``). With one core they run one after the
+    other. A problem at the base is reported before one at the head.
+    """
+    if (os.cpu_count() or 1) < 2:
+        base, base_label = render_stack_at(project_dir, stack, base_ref, side="base")
+        head, head_label = render_stack_at(project_dir, stack, head_ref, side="head")
+        return base, base_label, head, head_label
+    # spawn, not fork: the parent may already run Pulumi's threads and event loop.
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        base_future = pool.submit(render_stack_at, Path(project_dir), stack, base_ref, side="base")
+        try:
+            head, head_label = render_stack_at(project_dir, stack, head_ref, side="head")
+        except DiffInputError:
+            base_future.result()  # the base's own problem, if any, comes first
+            raise
+        try:
+            base, base_label = base_future.result()
+        except BrokenProcessPool:  # the helper process died (killed, out of memory): render here instead
+            base, base_label = render_stack_at(project_dir, stack, base_ref, side="base")
+    return base, base_label, head, head_label
 
 
 def _render(project_dir: Path, stack: str, where: str) -> RenderResult:
