@@ -195,6 +195,10 @@ def test_the_component_alone_refuses_settings_before_registering() -> None:
                                           "topology": {"cpu_manager_policy_options": {"full-pcpus-only": "true"}}}})
     with pytest.raises(ValueError, match="pool.name"):
         topology_agent_for_pool({"pool": {"labels": {"gpu": "a10g"}}})
+    with pytest.raises(ValueError, match="pool.labels: .*select every node of the cluster"):
+        topology_agent_for_pool({"pool": {"name": A10G, "labels": {"kubernetes.io/os": "linux"}}})
+    with pytest.raises(ValueError, match="pool.labels"):
+        topology_agent_for_pool({"pool": {"name": A10G}})
 
 
 def test_the_component_registers_nothing_when_refused() -> None:

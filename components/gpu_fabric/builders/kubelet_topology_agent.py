@@ -248,9 +248,16 @@ def topology_agent_for_pool(args: Mapping[str, Any]) -> list[dict[str, Any]]:
     from gpu_fabric.spec.base import ConfigError
     from gpu_fabric.spec.topology_agent import DEFAULT_AGENT_IMAGE, DEFAULT_HOST_PATHS, TopologyAgentSpec
 
+    from gpu_fabric.spec.pool import labels_identify_pool
+
     pool = args.get("pool") or {}
     if not pool.get("name"):
         raise ValueError("pool.name: the pool's name is required")
+    if not labels_identify_pool(pool.get("labels") or {}):
+        # The labels are the DaemonSet's node selector: without one that only the pool's nodes
+        # carry, the agent would restart the kubelet of every node in the cluster.
+        raise ValueError(f"pool.labels: {sorted(pool.get('labels') or {}) or 'no labels'} select every node of the cluster; "
+                         "add a label that only this pool's nodes carry")
     try:
         topology = KubeletTopology.model_validate(dict(pool.get("topology") or {}))
         settings = TopologyAgentSpec.model_validate({
