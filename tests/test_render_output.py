@@ -119,3 +119,10 @@ def test_a_render_made_before_the_ledger_is_replaced_but_foreign_files_stay(tmp_
     (out / "README.txt").write_text("mine")
     assert render(out).code == 0
     assert not old.exists() and (out / "README.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("stack", ["../x", "a/b", "..", "x y"])
+def test_stack_names_pulumi_refuses_are_refused(stack):
+    for command in ("render", "check"):
+        outcome = run_cli(command, "--stack", stack)
+        assert outcome.code == 2 and "is not a stack name" in outcome.err, outcome.describe()

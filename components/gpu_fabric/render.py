@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import json
 import os
+import re
 import runpy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,8 +92,15 @@ class RenderResult:
         return dict(sorted(counts.items()))
 
 
+# Pulumi's rule for stack names: alphanumerics, hyphens, underscores and periods (pulumi stack init).
+_STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
 def stack_config_path(project_dir: Path, stack: str) -> Path:
-    """``stacks/Pulumi.<stack>.yaml`` of a project."""
+    """``stacks/Pulumi.<stack>.yaml`` of a project; ``StackNotFoundError`` for a name Pulumi refuses
+    (a ``/`` or ``..`` would otherwise reach files outside ``stacks/`` and write outside ``out/``)."""
+    if not _STACK_NAME.match(stack) or set(stack) == {"."}:
+        raise StackNotFoundError(f"{stack!r} is not a stack name (letters, digits, '-', '_', '.')")
     return project_dir / "stacks" / f"Pulumi.{stack}.yaml"
 
 

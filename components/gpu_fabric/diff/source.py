@@ -124,7 +124,10 @@ def _render(project_dir: Path, stack: str, where: str) -> RenderResult:
     from gpu_fabric.render import render_stack, stack_config_path
     from gpu_fabric.spec.base import ConfigError
 
-    config = stack_config_path(project_dir, stack)
+    try:
+        config = stack_config_path(project_dir, stack)
+    except FileNotFoundError as error:  # a name Pulumi refuses as a stack name
+        raise DiffInputError(f"{where}: {error}") from None
     if not config.is_file():
         raise DiffInputError(f"{where} has no stack {stack!r} (stacks/{config.name} does not exist there)")
     try:
