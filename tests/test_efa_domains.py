@@ -130,7 +130,7 @@ def test_domains_are_deterministic_and_described_as_paths():
     assert first == second
     lines = describe_domain(first.domains[0], "security group fabric-efa-domain-x-sg")
     assert lines[0] == f"EFA domain {C6IN}: 2 pool(s), us-east-1a, security group fabric-efa-domain-x-sg"
-    assert (f"KVCacheBackend mooncake-efa members[0] -> pool {C6IN} -> node group fabric-{C6IN}-nodes "
+    assert (f"KVCacheBackend mooncake-efa members[0] -> pool {C6IN} -> node group fabric-{C6IN}-nodes-ng "
             "(us-east-1a, subnet-0a1b2c3d4e5f60718, 2 EFA)") in "\n".join(lines)
 
 
@@ -237,8 +237,67 @@ def test_a_type_that_cannot_join_a_cluster_placement_group_is_refused_unless_pla
     aws = {**aws_efa()["pools"][1]["aws"], "instanceTypes": ["vt1.24xlarge"]}
     infos = BundledInstanceCatalog().describe(["vt1.24xlarge"])
     assert infos["vt1.24xlarge"]["PlacementGroupInfo"]["SupportedStrategies"] == ["partition", "spread"]
-    for mode in ("create",):
+    for mode in ("create", "domain"):
         with pytest.raises(NodeGroupInputError) as caught:
             plan_node_group(AwsNodeGroupSpec.model_validate({**aws, "placementGroup": {"mode": mode}}), infos)
         assert f"vt1.24xlarge cannot launch into a cluster placement group" in str(caught.value)
     assert plan_node_group(AwsNodeGroupSpec.model_validate({**aws, "placementGroup": {"mode": "none"}}), infos)
+
+
+def test_a_domain_placement_group_conflicts_with_a_capacity_reservation():
+    values = aws_efa()
+    values["pools"][1]["aws"].update(capacityReservationId="cr-0123456789abcdef0", placementGroup={"mode": "domain"})
+    problems = refusal(values)
+    assert "'domain' conflicts with capacityReservationId" in str(problems)
+
+
+# -- the EfaDomain component ------------------------------------------------------------------------
+
+
+def test_efa_domain_component_registers_one_untagged_self_referencing_group_and_an_optional_placement_group():
+    from gpu_fabric.render import render_stack
+    from gpu_fabric.resources.efa_domain import EfaDomain
+
+    def program():
+        EfaDomain("d", {"domain": "gpus", "vpc_id": "vpc-1", "tags": {"team": "ml"}, "placement_group": True})
+
+    resources = {r.name: r for r in render_stack("x", config={}, program=program).resources}
+    group = resources["d-sg"].inputs
+    assert group["vpcId"] == "vpc-1" and group["tags"]["gpu-fabric.io/efa-security-group"] == "gpus"
+    assert not [key for key in group["tags"] if key.startswith("kubernetes.io/cluster/")]
+    for rule in ("d-sg-self-ingress", "d-sg-self-egress"):
+        inputs = resources[rule].inputs
+        assert inputs["ipProtocol"] == "-1" and inputs["securityGroupId"] == inputs["referencedSecurityGroupId"]
+        assert resources[rule].dependencies["securityGroupId"] == (resources["d-sg"].urn,)
+    assert resources["d-placement"].inputs["strategy"] == "cluster"
+    with pytest.raises(ValueError, match="vpc_id required"):
+        render_stack("x", config={}, program=lambda: EfaDomain("d", {"domain": "gpus"}))
+
+
+def test_domain_security_group_policy_refuses_node_groups_that_share_no_group(aws_efa_resources):
+    """Each node group keeping a group of its own (the layout before EFA domains) is refused."""
+    from gpu_fabric.aws.node_group import efa_security_group_inputs
+    from gpu_fabric.policies import efa_domain_security_group
+    from policy_helpers import resource
+
+    assert_metadata(efa_domain_security_group)
+    assert_no_violations(efa_domain_security_group, aws_efa_resources)
+    assert_no_violations(efa_domain_security_group, rendered("seed-rdma"))
+    template = next(r for r in aws_efa_resources if r.type.endswith("LaunchTemplate") and C6IN in r.name)
+    component = next(r for r in aws_efa_resources if r.urn == template.parent)
+    own = resource("aws:ec2/securityGroup:SecurityGroup", efa_security_group_inputs("own", "vpc-0a1b2c3d4e5f60718"),
+                   f"{component.name}-efa-sg", component)
+    resources = [type(r)(r.type, r.name, r.urn, r.props, r.parent, {**r.property_dependencies, "networkInterfaces": (own.urn,)})
+                 if r.urn == template.urn else r for r in aws_efa_resources] + [own]
+    violation = assert_violation(efa_domain_security_group, resources, "no security group of this stack is on the EFA interfaces")
+    assert f"pool {C6IN}: {own.name}" in violation.message and "KVCacheBackend mooncake-efa members[0]" in violation.message
+
+
+def test_efa_info_prints_a_stacks_domains_and_their_instance_types(capsys):
+    assert main(["efa-info", "--stack", "aws-efa", "--offline"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"EFA domain {C6IN}: 2 pool(s), us-east-1a, security group fabric-efa-domain-{C6IN}-sg\n")
+    assert f"node group fabric-{H100}-nodes-ng (us-east-1a, subnet-0a1b2c3d4e5f60718, 32 EFA)" in printed
+    assert "\nc6in.32xlarge\n" in printed and "\np5.48xlarge\n" in printed
+    assert main(["efa-info", "--stack", "absent", "--offline"]) == 2
+    assert main(["efa-info"]) == 2

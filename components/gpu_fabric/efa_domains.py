@@ -364,6 +364,25 @@ def node_group_component_name(fabric_name: str, pool: str) -> str:
     return f"{fabric_name}-{pool}-nodes"
 
 
+def shares_security_group(domain: EfaDomain) -> bool:
+    """Does ``GpuFabric`` give the domain one security group? EFA domains of two or more node groups.
+
+    A domain of one node group keeps that group's own security group (nothing to join), so such
+    stacks, and pools outside any domain, see no change.
+    """
+    return domain.fabric == "efa" and len(domain.node_group_pools) >= 2
+
+
+def planned_security_group(fabric_name: str, domain: EfaDomain) -> Optional[str]:
+    """The security group ``GpuFabric`` puts on the domain's EFA interfaces, as the summaries name it."""
+    if domain.fabric != "efa" or not domain.node_group_pools:
+        return None
+    if shares_security_group(domain):
+        return f"security group {domain_component_name(fabric_name, domain)}-sg"
+    own = node_group_component_name(fabric_name, domain.node_group_pools[0].name)
+    return f"security group {own}-efa-sg (the node group's own)"
+
+
 def domain_component_name(fabric_name: str, domain: EfaDomain) -> str:
     """Name of the ``EfaDomain`` component ``GpuFabric`` registers for an EFA domain (its group: ``<name>-sg``)."""
     return f"{fabric_name}-efa-domain-{domain.name}"
@@ -386,7 +405,8 @@ def config_pools(config: "FabricConfig", fabric_name: str = "fabric") -> list[Do
             vpc_id=aws.vpc_id if aws else None,
             subnet_id=aws.subnet_id if aws else None,
             efa_per_node=pool.interfaces_per_node if pool.fabric == "efa" else None,
-            node_group=node_group_component_name(fabric_name, pool.name) if aws else None,
+            # The EKS node group resource EfaNodeGroup registers (what `check` names from a render).
+            node_group=f"{node_group_component_name(fabric_name, pool.name)}-ng" if aws else None,
         ))
     return pools
 

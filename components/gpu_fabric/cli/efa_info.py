@@ -22,7 +22,10 @@ def register(subparsers: Any) -> None:
         help="show EFA facts and the planned network interface layout of instance types",
         description=__doc__.splitlines()[0],
     )
-    parser.add_argument("types", nargs="+", metavar="TYPE", help="EC2 instance type, e.g. p5.48xlarge")
+    parser.add_argument("types", nargs="*", metavar="TYPE", help="EC2 instance type, e.g. p5.48xlarge")
+    parser.add_argument("--stack", default=None, metavar="NAME",
+                        help="also print the EFA domains of stacks/Pulumi.NAME.yaml and describe their instance types")
+    parser.add_argument("--project", default=".", help="project folder holding stacks/ (default .)")
     parser.add_argument("--region", default=None, help="AWS region (default: boto3's resolution)")
     parser.add_argument("--profile", default=None, help="AWS profile (default: boto3's resolution)")
     parser.add_argument("--offline", action="store_true", help="use the bundled table without asking EC2")
@@ -86,11 +89,46 @@ def _index_ranges_by_value(values: Mapping[int, int]) -> str:
     )
 
 
+def stack_domain_lines(stack: str, project: str) -> tuple[list[str], list[str]]:
+    """The stack's fabric domains as paths (from its configuration alone) and the domains' instance types."""
+    from pathlib import Path
+
+    from gpu_fabric.efa_domains import describe_domain, domains_from_config, planned_security_group
+    from gpu_fabric.render import load_stack_config
+    from gpu_fabric.spec.fabric import CONFIG_NAMESPACE, load_config
+
+    raw = load_stack_config(Path(project), stack)
+    prefix = f"{CONFIG_NAMESPACE}:"
+    config = load_config({key[len(prefix):]: value for key, value in raw.items() if key.startswith(prefix)})
+    lines: list[str] = []
+    types: list[str] = []
+    for domain in domains_from_config(config).domains:
+        lines.extend(describe_domain(domain, planned_security_group("fabric", domain)))
+        types.extend(t for pool in domain.pools for t in pool.instance_types if t not in types)
+    return lines or [f"stack {stack}: no pool exchanges fabric traffic with another"], types
+
+
 def run(args: argparse.Namespace) -> int:
     """Print one table per instance type; returns the exit code."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from gpu_fabric.catalog import UnknownInstanceTypeError, describe_with_fallback
+
+    if args.stack:
+        from gpu_fabric.render import StackNotFoundError
+        from gpu_fabric.spec.base import ConfigError
+
+        try:
+            lines, domain_types = stack_domain_lines(args.stack, args.project)
+        except (ConfigError, StackNotFoundError) as error:
+            print(f"gpu-fabric efa-info: stack {args.stack}: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        print("\n".join(lines))
+        print("")
+        args.types = list(dict.fromkeys([*args.types, *domain_types]))
+    if not args.types:
+        print("gpu-fabric efa-info: name at least one instance type (or --stack)", file=sys.stderr)
+        return EXIT_USAGE
 
     try:
         items, source = describe_with_fallback(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pulumi_policy import Policy
 
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
-from gpu_fabric.policies.efa_domains import efa_domain_placement
+from gpu_fabric.policies.efa_domains import efa_domain_placement, efa_domain_security_group
 from gpu_fabric.policies.efa_interfaces import efa_launch_template_interfaces
 from gpu_fabric.policies.kueue import kueue_fabric_keys_covered, kueue_fabric_workload_queue
 from gpu_fabric.policies.kv_cache import kv_cache_transport_fabric
@@ -44,6 +44,7 @@ ALL_POLICIES: list[Policy] = [
     efa_security_group_self_rules,
     efa_node_group_placement,
     efa_domain_placement,
+    efa_domain_security_group,
     device_plugin_coverage,
     fabric_pool_topology,
     fabric_pool_topology_alignment,
@@ -66,6 +67,7 @@ __all__ = [
     "POLICIES_BY_NAME",
     "device_plugin_coverage",
     "efa_domain_placement",
+    "efa_domain_security_group",
     "efa_launch_template_interfaces",
     "efa_node_group_placement",
     "efa_security_group_self_rules",

@@ -214,3 +214,47 @@ efa_domain_placement = StackValidationPolicy(
     ),
     url=EC2_EFA_LIMITS,
 )
+
+
+def _validate_security_groups(args: StackValidationArgs, report_violation: Any) -> None:
+    resources = stack_resources(args)
+    if not gpustack_objects(resources):
+        return
+    analysis, _ = stack_domains(resources)
+    node_groups = {r.name: r for r in resources if r.type == NODE_GROUP_TYPE}
+    for domain in analysis.domains:
+        if domain.fabric != "efa":
+            continue
+        shared, groups = shared_security_groups(domain, resources)
+        if len(groups) < 2 or shared:
+            continue
+        listing = "; ".join(f"pool {pool}: {', '.join(g.name for g in found) or 'no group of this stack'}"
+                            for pool, found in sorted(groups.items()))
+        legs = "; ".join(leg.describe() for leg in domain.legs if leg.source.pool != leg.target.pool)
+        first = next(p for p in domain.pools if p.name in groups)
+        at = node_groups.get((first.node_group or "").split(", ")[0])
+        report_violation(
+            f"EFA domain {domain.name}: the node groups of pools {', '.join(sorted(groups))} exchange EFA traffic "
+            f"({legs}) but no security group of this stack is on the EFA interfaces of all of them ({listing}); "
+            "a group that admits only its own node group drops the other pools' EFA traffic unless a group outside "
+            "the stack happens to allow it", at.urn if at else None)
+
+
+efa_domain_security_group = StackValidationPolicy(
+    name="efa-domain-security-group",
+    display_name="EFA domains share one self-referencing security group",
+    description=(
+        "The node groups of pools that exchange EFA traffic carry one security group of the stack, shared by all "
+        "their EFA interfaces (its all-protocol self rules are checked by efa-security-group-self-rules)."
+    ),
+    validate=_validate_security_groups,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    tags=["aws", "efa", "security-group", "kv-cache"],
+    remediation_steps=(
+        "Create one security group per EFA domain with an ingress and an egress rule for all protocols to and from "
+        "itself, and put it on every EFA interface of every node group of the domain (GpuFabric does this with an "
+        "EfaDomain component; with EfaNodeGroup directly, pass efa_security_group_id)."
+    ),
+    url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html#efa-start-security",
+)

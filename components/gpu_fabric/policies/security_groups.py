@@ -6,6 +6,8 @@ EFA launch templates (those with ``efa``/``efa-only`` interfaces):
 
 * security groups registered by the same component as the launch template (``EfaNodeGroup``
   registers the group, its two self rules and the template together);
+* security groups the template's ``networkInterfaces`` depend on (property dependencies; an EFA
+  domain's shared group, registered by ``EfaDomain``);
 * security groups tagged ``gpu-fabric.io/efa-security-group`` (hand-written stacks).
 
 Rules come in three forms, all supported: inline ``ingress``/``egress`` blocks with ``self: true``
@@ -56,10 +58,15 @@ def _all_protocols(value: Any) -> bool:
 def efa_security_groups(resources: Sequence[Resource]) -> list[Resource]:
     """The security groups that guard EFA interfaces (see the module docstring)."""
     found: dict[str, Resource] = {}
+    by_urn = {r.urn: r for r in resources}
     for template in resources:
         if is_efa_launch_template(template):
             for group in siblings(template, resources, SECURITY_GROUP_TYPE):
                 found[group.urn] = group
+            # Groups the interfaces reference (a domain's shared group lives outside the template's component).
+            for urn in template.property_dependencies.get("networkInterfaces", ()):
+                if urn in by_urn and by_urn[urn].type == SECURITY_GROUP_TYPE:
+                    found[urn] = by_urn[urn]
     for group in resources:
         if group.type == SECURITY_GROUP_TYPE and EFA_SECURITY_GROUP_TAG in as_mapping(group.props.get("tags")):
             found[group.urn] = group

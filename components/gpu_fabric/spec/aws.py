@@ -21,7 +21,7 @@ from gpu_fabric.spec.base import SpecModel
 AmiType = Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA",
                   "BOTTLEROCKET_x86_64", "BOTTLEROCKET_ARM_64"]
 CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
-PlacementMode = Literal["create", "existing", "none"]
+PlacementMode = Literal["create", "existing", "none", "domain"]
 EfaLayout = Literal["recommended", "legacy"]
 TaintEffect = Literal["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]
 
@@ -39,7 +39,9 @@ class PlacementGroupSpec(SpecModel):
     """Where the nodes are placed: a new cluster placement group, an existing one, or none."""
 
     mode: PlacementMode = "create"
-    """``create`` a cluster placement group, use an ``existing`` one by name, or ``none``."""
+    """``create`` a cluster placement group, use an ``existing`` one by name, ``none``, or ``domain``: share
+    one cluster placement group with the other node groups of the pool's EFA domain that choose it
+    (``GpuFabric`` only; a pool outside any domain gets a group of its own)."""
     name: syntax.PlainText | None = Field(default=None, max_length=255)
     """Name of the existing placement group (``mode: existing`` only)."""
 
@@ -189,9 +191,9 @@ class AwsNodeGroupSpec(SpecModel):
         if self.capacity_type == "SPOT" and reservation:
             raise ValueError("capacityReservationId cannot be combined with capacityType SPOT")
         mode = self.placement_group.mode
-        if reservation and mode == "create":
+        if reservation and mode in ("create", "domain"):
             raise ValueError(
-                "placementGroup.mode: 'create' conflicts with capacityReservationId; a new placement group keeps "
+                f"placementGroup.mode: '{mode}' conflicts with capacityReservationId; a new placement group keeps "
                 "reserved instances from launching — use 'none' (or 'existing' for a reservation made in a group)"
             )
         if self.capacity_type == "CAPACITY_BLOCK" and mode != "none":
