@@ -301,3 +301,67 @@ def test_efa_info_prints_a_stacks_domains_and_their_instance_types(capsys):
     assert "\nc6in.32xlarge\n" in printed and "\np5.48xlarge\n" in printed
     assert main(["efa-info", "--stack", "absent", "--offline"]) == 2
     assert main(["efa-info"]) == 2
+
+
+# -- GpuFabric: one security group (and optionally one placement group) per domain -------------------
+
+SG_TYPE = "aws:ec2/securityGroup:SecurityGroup"
+
+
+def _render(values):
+    from gpu_fabric.render import render_stack
+    from gpu_fabric.resources.fabric import GpuFabric, fabric_args
+
+    config = load_config(values)
+    return render_stack("x", config={}, program=lambda: GpuFabric("fabric", fabric_args(config), validated=config)).resources
+
+
+def test_aws_efa_puts_one_stack_created_self_referencing_group_on_every_efa_interface_of_both_node_groups(
+        aws_efa_resources):
+    [group] = [r for r in aws_efa_resources if r.type == SG_TYPE]
+    assert group.name == f"fabric-efa-domain-{C6IN}-sg"
+    assert not [k for k in group.props["tags"] if k.startswith("kubernetes.io/cluster/")]
+    rules = [r for r in aws_efa_resources if r.type.startswith("aws:vpc/securityGroup")]
+    assert sorted(r.type.rsplit(":", 1)[1] for r in rules) == ["SecurityGroupEgressRule", "SecurityGroupIngressRule"]
+    for rule in rules:
+        assert rule.props["ipProtocol"] == "-1"
+        assert rule.property_dependencies["securityGroupId"] == rule.property_dependencies["referencedSecurityGroupId"] \
+            == (group.urn,)
+    templates = [r for r in aws_efa_resources if r.type.endswith("LaunchTemplate")]
+    assert len(templates) == 2
+    for template in templates:
+        assert group.urn in template.property_dependencies["networkInterfaces"]
+        efa = [i for i in template.props["networkInterfaces"] if i["interfaceType"] != "interface"]
+        assert efa and all(i["securityGroups"][0] == f"{group.name}-id" for i in efa)  # the mock's id of the group
+
+
+def test_a_pool_outside_any_domain_keeps_its_own_security_group():
+    values = aws_efa()
+    spare = copy.deepcopy(values["pools"][1])
+    spare.update(name="gpustack--generic-spare-linux-amd64", interfacesPerNode=1)
+    spare["aws"]["instanceTypes"] = ["c5n.18xlarge"]
+    values["pools"].append(spare)
+    groups = sorted(r.name for r in _render(values) if r.type == SG_TYPE)
+    assert groups == [f"fabric-efa-domain-{C6IN}-sg", "fabric-gpustack--generic-spare-linux-amd64-nodes-efa-sg"]
+
+
+def test_placement_mode_domain_shares_one_cluster_placement_group():
+    values = aws_efa()
+    for pool in values["pools"]:
+        pool["aws"]["placementGroup"] = {"mode": "domain"}
+    resources = _render(values)
+    [placement] = [r for r in resources if r.type == "aws:ec2/placementGroup:PlacementGroup"]
+    assert placement.name == f"fabric-efa-domain-{C6IN}-placement" and placement.inputs["strategy"] == "cluster"
+    for template in (r for r in resources if r.type.endswith("LaunchTemplate")):
+        assert template.dependencies["placement"] == (placement.urn,)
+    assert main(["check", "--stack", "aws-efa"]) == 0
+
+
+def test_efa_node_group_alone_refuses_the_domain_placement_mode():
+    from gpu_fabric.render import render_stack
+    from gpu_fabric.resources.efa_node_group import EfaNodeGroup
+
+    aws = {k: v for k, v in load_config(aws_efa()).pools[1].aws.model_dump(exclude_none=True).items()}
+    aws["placement_group"] = {"mode": "domain"}
+    with pytest.raises(ConfigError, match="only GpuFabric knows"):
+        render_stack("x", config={}, program=lambda: EfaNodeGroup("alone", aws))

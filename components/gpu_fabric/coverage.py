@@ -243,7 +243,9 @@ def _node_affinity_mismatch(pod_spec: Mapping[str, Any], labels: Mapping[str, st
 def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     """Kubernetes' ``Toleration.ToleratesTaint``, with EKS effect spelling accepted on both sides."""
     toleration_effect = toleration.get("effect") or ""
-    if toleration_effect and normalize_effect(toleration_effect) != normalize_effect(taint.get("effect", "")):
+    # A policy's value unknown at preview is not a string: an effect we cannot read restricts nothing.
+    if isinstance(toleration_effect, str) and toleration_effect and isinstance(taint.get("effect"), str) \
+            and normalize_effect(toleration_effect) != normalize_effect(taint["effect"]):
         return False
     toleration_key = toleration.get("key") or ""
     # An empty key (only valid with Exists) matches every key.

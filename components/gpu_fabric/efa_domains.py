@@ -390,8 +390,15 @@ def domain_component_name(fabric_name: str, domain: EfaDomain) -> str:
 
 def config_pools(config: "FabricConfig", fabric_name: str = "fabric") -> list[DomainPool]:
     """Every pool of a validated configuration as a :class:`DomainPool` (config paths ``pools[i]``)."""
+    from gpu_fabric.aws.node_group import node_group_resource_name
     from gpu_fabric.coverage import PoolPlacement
     from gpu_fabric.fabric_plan import pool_placement_args
+
+    from gpu_fabric.resources.inputs import is_marker
+
+    def known(value: Optional[str]) -> Optional[str]:
+        # An Output given to GpuFabric (a marker while validating) is not compared with other pools.
+        return None if is_marker(value) else value
 
     placements = {args["name"]: PoolPlacement.from_mapping(args) for args in pool_placement_args(config)}
     pools = []
@@ -401,12 +408,12 @@ def config_pools(config: "FabricConfig", fabric_name: str = "fabric") -> list[Do
             name=pool.name, fabric=pool.fabric, path=f"pools[{i}]",
             labels=placements[pool.name].node_labels(),
             instance_types=tuple(aws.instance_types) if aws else (),
-            availability_zone=aws.availability_zone if aws else None,
-            vpc_id=aws.vpc_id if aws else None,
-            subnet_id=aws.subnet_id if aws else None,
+            availability_zone=known(aws.availability_zone) if aws else None,
+            vpc_id=known(aws.vpc_id) if aws else None,
+            subnet_id=known(aws.subnet_id) if aws else None,
             efa_per_node=pool.interfaces_per_node if pool.fabric == "efa" else None,
             # The EKS node group resource EfaNodeGroup registers (what `check` names from a render).
-            node_group=f"{node_group_component_name(fabric_name, pool.name)}-ng" if aws else None,
+            node_group=node_group_resource_name(node_group_component_name(fabric_name, pool.name)) if aws else None,
         ))
     return pools
 

@@ -95,7 +95,8 @@ def _node_group_resources(pool: PoolSpec):
     parent = f"efa-node-group::{pool.name}"
     siblings = []
     placement_name = None
-    if spec.placement_group.mode == "create":
+    # ``domain``: a cluster group too (the EFA domain's shared one, or the node group's own when alone).
+    if spec.placement_group.mode in ("create", "domain"):
         siblings.append(Resource(PLACEMENT_GROUP_TYPE, f"{pool.name}-placement", f"{parent}-placement",
                                  placement_group_inputs(), parent))
         placement_name = f"{pool.name}-placement"

@@ -39,12 +39,13 @@ from gpu_fabric.topology import KubeletTopology
 TYPE_TOKEN = "gpu-fabric:index:EfaNodeGroup"
 
 # Keys of EfaNodeGroupArgs that are not AwsNodeGroupSpec fields (both spellings).
-_COMPONENT_KEYS = {"topology": "topology", "pool_labels": "pool_labels", "poolLabels": "pool_labels"}
+_COMPONENT_KEYS = {"topology": "topology", "pool_labels": "pool_labels", "poolLabels": "pool_labels",
+                   "efa_security_group_id": "efa_security_group_id", "efaSecurityGroupId": "efa_security_group_id"}
 
 DEFERRABLE: tuple[tuple[Any, ...], ...] = (
     ("cluster_name",), ("vpc_id",), ("availability_zone",), ("subnet_id",), ("node_role_arn",),
     ("capacity_reservation_id",), ("security_group_ids", ANY), ("root_volume", "kms_key_id"),
-    ("placement_group", "name"), ("release_version",), ("kubernetes_version",),
+    ("placement_group", "name"), ("release_version",), ("kubernetes_version",), ("efa_security_group_id",),
 )
 """Argument paths that may be ``Output``s (values other resources produce)."""
 
@@ -74,6 +75,10 @@ class EfaNodeGroupArgs(AwsNodeGroupArgs, total=False):
     """kubelet topology settings; default ``restricted`` / ``container``. Plain: written into the user data."""
     pool_labels: Mapping[str, str]
     """Labels of the fabric pool, added to ``labels``. Plain: written into the user data."""
+    efa_security_group_id: pulumi.Input[str]
+    """An EFA security group shared with the other node groups of an EFA domain (``EfaDomain``), put on
+    every interface instead of a group of the node group's own. It must allow all traffic to and from
+    itself; pass an id that resolves only once those rules exist (``EfaDomain.security_group_id`` does)."""
 
 
 class NetworkInterfacePlan(TypedDict):
@@ -154,8 +159,9 @@ class EfaNodeGroup(pulumi.ComponentResource):
     """The EKS managed node group."""
     launch_template: pulumi.Output[aws.ec2.LaunchTemplate]
     """The launch template carrying the EFA interfaces."""
-    security_group: pulumi.Output[aws.ec2.SecurityGroup]
-    """The EFA security group (all protocols to and from itself)."""
+    security_group: pulumi.Output[Optional[aws.ec2.SecurityGroup]]
+    """The node group's own EFA security group (all protocols to and from itself); ``None`` when it uses a
+    shared one (``efa_security_group_id``)."""
     placement_group: pulumi.Output[Optional[aws.ec2.PlacementGroup]]
     """The cluster placement group this component created, or ``None`` (existing group, or none)."""
     node_group_name: pulumi.Output[str]
@@ -167,7 +173,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
     launch_template_version: pulumi.Output[int]
     """Latest version of the launch template (the one the node group uses)."""
     security_group_id: pulumi.Output[str]
-    """Id of the EFA security group."""
+    """Id of the EFA security group on its interfaces (its own, or the shared one)."""
     placement_group_name: pulumi.Output[Optional[str]]
     """Name of the placement group the nodes launch into, or ``None`` when they use none."""
     interface_plan: pulumi.Output[list[NetworkInterfacePlan]]
@@ -195,22 +201,38 @@ class EfaNodeGroup(pulumi.ComponentResource):
         inputs.check_on_resolve(plan_with)
         spec = plan.spec
 
-        super().__init__(TYPE_TOKEN, name, {}, opts)
+        if spec.placement_group.mode == "domain":
+            raise ConfigError([("placement_group.mode", "'domain' shares an EFA domain's placement group, which only "
+                                "GpuFabric knows; pass mode 'existing' with the group's name (EfaDomain.placement_group_name)")])
+        shared_group = inputs.values.get("efa_security_group_id")
+
+        # Where the nodes are, for policies at preview (efa-domain-placement compares domains' zones);
+        # values still Outputs are left out, so the component never waits for their validation.
+        where = {"availabilityZone": spec.availability_zone, "vpcId": spec.vpc_id, "subnetId": spec.subnet_id}
+        super().__init__(TYPE_TOKEN, name, {
+            **{key: value for key, value in where.items() if not inputs.is_deferred(value)},
+            "instanceTypes": list(spec.instance_types)}, opts)
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(spec.tags)
 
         def resource_inputs(builder_inputs: Mapping[str, Any]) -> dict[str, Any]:
             return to_pulumi_kwargs(inputs.restore(builder_inputs))
 
-        security_group = aws.ec2.SecurityGroup(
-            f"{name}-efa-sg", **resource_inputs(efa_security_group_inputs(name, spec.vpc_id, tags)), opts=child
-        )
-        ingress = aws.vpc.SecurityGroupIngressRule(
-            f"{name}-efa-sg-self-ingress", **resource_inputs(efa_self_ingress_rule_inputs(security_group.id, tags)), opts=child
-        )
-        egress = aws.vpc.SecurityGroupEgressRule(
-            f"{name}-efa-sg-self-egress", **resource_inputs(efa_self_egress_rule_inputs(security_group.id, tags)), opts=child
-        )
+        security_group: Optional[aws.ec2.SecurityGroup] = None
+        rules: list[pulumi.Resource] = []
+        if shared_group is None:
+            security_group = aws.ec2.SecurityGroup(
+                f"{name}-efa-sg", **resource_inputs(efa_security_group_inputs(name, spec.vpc_id, tags)), opts=child
+            )
+            rules = [
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-efa-sg-self-ingress", **resource_inputs(efa_self_ingress_rule_inputs(security_group.id, tags)),
+                    opts=child),
+                aws.vpc.SecurityGroupEgressRule(
+                    f"{name}-efa-sg-self-egress", **resource_inputs(efa_self_egress_rule_inputs(security_group.id, tags)),
+                    opts=child),
+            ]
+        group_id: Any = security_group.id if security_group is not None else shared_group
 
         placement: Optional[aws.ec2.PlacementGroup] = None
         placement_name: Any = None
@@ -230,7 +252,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
                     name,
                     single_type,
                     plan.interfaces,
-                    [security_group.id, *spec.security_group_ids],
+                    [group_id, *spec.security_group_ids],
                     to_base64(plan.user_data),
                     placement_group_name=placement_name,
                     capacity_reservation_id=spec.capacity_reservation_id,
@@ -265,21 +287,22 @@ class EfaNodeGroup(pulumi.ComponentResource):
                     kubernetes_version=spec.kubernetes_version,
                 )
             ),
-            # Nodes must not boot before EFA traffic between them is allowed.
+            # Nodes must not boot before EFA traffic between them is allowed (a shared group's id
+            # resolves only after its rules exist, and the launch template waits for it).
             opts=pulumi.ResourceOptions(
-                parent=self, ignore_changes=list(NODE_GROUP_IGNORE_CHANGES), depends_on=[ingress, egress]
+                parent=self, ignore_changes=list(NODE_GROUP_IGNORE_CHANGES), depends_on=rules or None
             ),
         )
 
         self.node_group = pulumi.Output.from_input(node_group)
         self.launch_template = pulumi.Output.from_input(launch_template)
-        self.security_group = pulumi.Output.from_input(security_group)
+        self.security_group = pulumi.Output.from_input(security_group)  # type: ignore[arg-type]
         self.placement_group = pulumi.Output.from_input(placement)
         self.node_group_name = node_group.node_group_name
         self.node_group_arn = node_group.arn
         self.launch_template_id = launch_template.id
         self.launch_template_version = launch_template.latest_version
-        self.security_group_id = security_group.id
+        self.security_group_id = pulumi.Output.from_input(inputs.restore(group_id))
         self.placement_group_name = pulumi.Output.from_input(placement_name)
         self.interface_plan = pulumi.Output.from_input([
             NetworkInterfacePlan(card=i.network_card_index, device=i.device_index, type=i.interface_type)

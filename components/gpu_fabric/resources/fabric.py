@@ -7,6 +7,7 @@ import pulumi
 from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
 from gpu_fabric.builders.gpustack import gpustack_manifests
 from gpu_fabric.catalog import InstanceCatalog, active_catalog
+from gpu_fabric.efa_domains import domain_component_name, domains_from_config, shares_security_group
 from gpu_fabric.fabric_plan import device_manager_args, efa_plugin_args, topology_agent_args
 from gpu_fabric.resources import efa_node_group, kv_cache, model_deployment
 from gpu_fabric.resources.args import DeploymentArgs, KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs, PoolArgs, Required
@@ -16,6 +17,7 @@ from gpu_fabric.resources.device_plugins import (
     GpuStackDeviceManager,
     GpuStackDeviceManagerArgs,
 )
+from gpu_fabric.resources.efa_domain import EfaDomain
 from gpu_fabric.resources.efa_node_group import EfaNodeGroup, EfaNodeGroupArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs
 from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent, KubeletTopologyAgentArgs
@@ -201,6 +203,8 @@ class GpuFabric(pulumi.ComponentResource):
         self.config: FabricConfig = config
         """The validated configuration this fabric was built from."""
 
+        self.efa_domains: dict[str, EfaDomain] = self._efa_domains(name, config, inputs.restore)
+        """Pool name -> the EfaDomain whose security group its node group shares (EFA domains of 2+ node groups)."""
         self.node_groups: dict[str, EfaNodeGroup] = {}
         """Pool name -> its EFA node group."""
         for pool in config.pools:
@@ -212,6 +216,13 @@ class GpuFabric(pulumi.ComponentResource):
                     "topology": pool.topology.model_dump(exclude_none=True),
                     "pool_labels": pool.node_labels,
                 }
+                domain = self.efa_domains.get(pool.name)
+                if domain is not None:
+                    node_group_args["efa_security_group_id"] = domain.security_group_id
+                if pool.aws.placement_group.mode == "domain":
+                    # The domain's shared cluster group; a pool alone in (or outside) a domain gets its own.
+                    node_group_args["placement_group"] = (
+                        {"mode": "existing", "name": domain.placement_group_name} if domain is not None else {"mode": "create"})
                 self.node_groups[pool.name] = EfaNodeGroup(
                     f"{name}-{pool.name}-nodes", cast(EfaNodeGroupArgs, inputs.restore(node_group_args)),
                     child_options(self), catalog=catalog)
@@ -276,6 +287,24 @@ class GpuFabric(pulumi.ComponentResource):
         self.model_deployment_names = pulumi.Output.all(*(
             qualified_name(namespace, component.deployment) for (namespace, _), component in self.model_deployments.items()))
         register_declared_outputs(self)
+
+    def _efa_domains(self, name: str, config: FabricConfig, restore: Any) -> dict[str, EfaDomain]:
+        """One ``EfaDomain`` (shared security group, optional placement group) per EFA domain of 2+ node groups."""
+        by_pool: dict[str, EfaDomain] = {}
+        for domain in domains_from_config(config, name).domains:
+            if not shares_security_group(domain):
+                continue
+            specs = [aws for aws in (config.pool(p.name).aws for p in domain.node_group_pools) if aws is not None]  # type: ignore[union-attr]
+            # Tags every node group of the domain carries (the group belongs to all of them).
+            common = {k: v for k, v in specs[0].tags.items() if all(s.tags.get(k) == v for s in specs)}
+            component = EfaDomain(domain_component_name(name, domain), {
+                "domain": domain.name,
+                "vpc_id": restore(specs[0].vpc_id),  # one VPC per EFA domain (load_config refuses two)
+                "tags": common,
+                "placement_group": any(s.placement_group.mode == "domain" for s in specs),
+            }, child_options(self))
+            by_pool.update({pool.name: component for pool in domain.node_group_pools})
+        return by_pool
 
     def _kv_cache(self, name: str, config: FabricConfig, inputs: DeferredInputs) -> Optional[KVCache]:
         if not (config.kv_cache_backends or config.kv_cache_pools or config.kv_cache_pool_bindings):

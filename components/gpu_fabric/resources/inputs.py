@@ -68,6 +68,18 @@ _MARKER_SHAPES = {
 }
 
 
+_MARKER_TOKEN = re.compile(r"gfout[a-p]+n[a-p]+x")
+
+
+def is_marker(value: Any) -> bool:
+    """True for a value that stands in for an ``Output`` (in any :class:`DeferredInputs`' shape).
+
+    Checks that compare values across objects (two pools' zones) skip such values: they are compared
+    when known, by the planner that runs again on resolution, or not at all.
+    """
+    return isinstance(value, str) and bool(_MARKER_TOKEN.search(value))
+
+
 def _letters(number: int) -> str:
     # Letters only (a-p for each hex digit): valid in every name shape, including AZ region words.
     return "".join(chr(ord("a") + int(digit, 16)) for digit in f"{number:x}")
