@@ -6,6 +6,7 @@ import pulumi
 
 from gpu_fabric import __version__
 from gpu_fabric.resources.device_plugins import EfaDevicePlugin, GpuStackDeviceManager
+from gpu_fabric.resources.efa_domain import EfaDomain
 from gpu_fabric.resources.efa_node_group import EfaNodeGroup
 from gpu_fabric.resources.fabric import GpuFabric
 from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent
@@ -18,7 +19,7 @@ PACKAGE_NAME = "gpu-fabric"
 
 COMPONENTS: list[type[pulumi.ComponentResource]] = [
     GpuFabric, EfaNodeGroup, KueuePool, KVCache, ModelDeployment, EfaDevicePlugin, GpuStackDeviceManager,
-    KubeletTopologyAgent,
+    KubeletTopologyAgent, EfaDomain,
 ]
 """Every component other languages can construct."""
 

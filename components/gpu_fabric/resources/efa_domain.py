@@ -22,6 +22,7 @@ from gpu_fabric.aws.node_group import (
     placement_group_inputs,
 )
 from gpu_fabric.policies.security_groups import EFA_SECURITY_GROUP_TAG
+from gpu_fabric.resources.args import Required
 
 TYPE_TOKEN = "gpu-fabric:index:EfaDomain"
 
@@ -29,9 +30,9 @@ TYPE_TOKEN = "gpu-fabric:index:EfaDomain"
 class EfaDomainArgs(TypedDict, total=False):
     """Inputs of ``EfaDomain``."""
 
-    domain: str
+    domain: Required[str]
     """Name of the domain (``gpu_fabric.efa_domains.EfaDomain.name``)."""
-    vpc_id: str
+    vpc_id: Required[pulumi.Input[str]]
     """The one VPC of the domain's node groups."""
     tags: dict[str, str]
     """AWS tags of the group and its rules (``kubernetes.io/cluster/*`` is refused)."""
