@@ -270,3 +270,12 @@ def test_lint_reports_odd_values_as_findings(case, tmp_path):
     outcome = run_cli("lint", str(path))
     assert not outcome.crashed and outcome.code == 1, outcome.describe()
     assert "ERROR ModelDeployment team-a/qwen-pd" in outcome.out and str(path) in outcome.out
+
+
+def test_lint_refuses_a_device_in_one_line():
+    import os
+
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero here")
+    outcome = run_cli("lint", "/dev/zero")
+    assert outcome.code == 2 and outcome.err.strip() == "gpu-fabric lint: /dev/zero: is not a regular file"

@@ -68,3 +68,18 @@ def test_near_misses(namespace):
 @pytest.mark.parametrize("namespace", ["gpu-fabric", "aws", "kubernetes", "pulumi", "gpustack"])
 def test_other_namespaces_are_not_near_misses(namespace):
     assert not near_miss(namespace, "gpu-fabric")
+
+
+def test_devices_and_oversized_input_are_refused_without_reading_them_whole(tmp_path):
+    import os
+
+    from gpu_fabric.stack_file import read_input
+
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(ValueError, match="not a regular file"):
+            read_input("/dev/zero")
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"a: 1\n" * 100)
+    with pytest.raises(ValueError, match="larger than"):
+        read_input(big, limit=50)
+    assert read_input(big, limit=500) == b"a: 1\n" * 100

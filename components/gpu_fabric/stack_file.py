@@ -142,6 +142,23 @@ def decode_text(data: bytes) -> str:
         raise ValueError(f"not UTF-8 text: byte 0x{data[error.start]:02x} at offset {error.start}") from None
 
 
+MAX_FILE_BYTES = 64 * 2**20
+"""Larger input is refused: YAML of that size is not a stack file or a manifest set anyone wrote."""
+
+
+def read_input(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; ``ValueError`` otherwise (devices, FIFOs
+    and ``/dev/zero`` would never end), ``OSError`` when it cannot be read."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        raise ValueError("is not a regular file")
+    with path.open("rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"is larger than {limit // 2**20} MiB")
+    return data
+
+
 def near_miss(namespace: str, wanted: str) -> bool:
     """True when ``namespace`` looks like a misspelling of ``wanted`` (case, ``_`` for ``-``, a typo)."""
     if namespace == wanted:
@@ -154,7 +171,7 @@ def read_stack_file(path: Path | str, namespace: str) -> dict[str, Any]:
     """The ``config:`` block of a stack file, keyed ``namespace:key``; :class:`StackFileError` otherwise."""
     path = Path(path)
     try:
-        documents = parse_yaml(decode_text(path.read_bytes()))
+        documents = parse_yaml(decode_text(read_input(path)))
     except OSError as error:
         raise StackFileError(path, [f"cannot read: {error.strerror}"]) from None
     except ValueError as error:

@@ -30,12 +30,12 @@ class ManifestError(ValueError):
 
 
 def _documents(path: Path) -> list[tuple[int, Any]]:
-    from gpu_fabric.stack_file import decode_text, parse_yaml_documents
+    from gpu_fabric.stack_file import decode_text, parse_yaml_documents, read_input
 
     if path.is_dir():
         raise ManifestError(f"{path}: is a folder; name the files (for example {path}/*.yaml)")
     try:
-        return parse_yaml_documents(decode_text(path.read_bytes()), finite_only=False)
+        return parse_yaml_documents(decode_text(read_input(path)), finite_only=False)
     except OSError as error:
         raise ManifestError(f"{path}: cannot read: {error.strerror}") from None
     except ValueError as error:
