@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from gpu_fabric.findings import Finding
 from gpu_fabric.quantity import QuantityError, parse_quantity
+from gpu_fabric.shapes import list_at, mapping_at
 
 ENGINE_VLLM = "vLLM"
 ENGINE_SGLANG = "SGLang"
@@ -181,9 +182,9 @@ def _quantity(value: Any) -> Any:
 
 def deployment_findings(deployment: Mapping[str, Any], namespace: str) -> list[Finding]:
     """Every object-only admission refusal of one ModelDeployment (``validateModelDeployment`` and friends)."""
-    meta = deployment.get("metadata") if isinstance(deployment.get("metadata"), Mapping) else {}
+    meta = mapping_at(deployment, "metadata")
     name = str(meta.get("name") or "")
-    spec = deployment.get("spec") if isinstance(deployment.get("spec"), Mapping) else {}
+    spec = mapping_at(deployment, "spec")
     found: list[tuple[str, str]] = []
     found += _roles_rules(spec)
     found += _engine_version(spec)
@@ -210,7 +211,7 @@ def _roles_rules(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _role_resources(role: Mapping[str, Any], role_path: str) -> list[tuple[str, str]]:
     """validateModelDeploymentRoleResources."""
-    resources = role.get("resources") if isinstance(role.get("resources"), Mapping) else {}
+    resources = mapping_at(role, "resources")
     found: list[tuple[str, str]] = []
     interface = resources.get("interface")
     if interface is not None:
@@ -256,7 +257,7 @@ def _role_additional_volumes(role: Mapping[str, Any], role_path: str) -> list[tu
 
 def _engine_version(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     """validateModelDeploymentEngineVersion: a role without an image needs ``engine.version``."""
-    engine = spec.get("engine") if isinstance(spec.get("engine"), Mapping) else {}
+    engine = mapping_at(spec, "engine")
     if engine.get("version"):
         return []
     for role in _roles(spec):
@@ -273,7 +274,7 @@ def _kv_cache(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     kv_cache = spec.get("kvCache")
     if not isinstance(kv_cache, Mapping):
         return []
-    pool_ref = kv_cache.get("poolRef") if isinstance(kv_cache.get("poolRef"), Mapping) else {}
+    pool_ref = mapping_at(kv_cache, "poolRef")
     if pool_ref.get("name"):
         return []
     return [("spec.kvCache.poolRef.name", "the Binding name must not be empty: the Binding is the authorization "
@@ -375,7 +376,7 @@ def _role_topology(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     """validateModelDeploymentRoleTopology."""
     found = []
     for i, role in enumerate(_roles(spec)):
-        topology = role.get("topology") if isinstance(role.get("topology"), Mapping) else {}
+        topology = mapping_at(role, "topology")
         level = topology.get("requiredLevel")
         if not level:
             continue
@@ -470,7 +471,7 @@ def elastic_findings(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
         if not ELASTIC_WIDTH_MIN <= width <= ELASTIC_WIDTH_MAX:
             found.append((f"{path}.elasticEp.width", f"total GPU engines including the reserved master must be between "
                                                      f"{ELASTIC_WIDTH_MIN} and {ELASTIC_WIDTH_MAX}"))
-        extra_args = role.get("extraArgs") if isinstance(role.get("extraArgs"), list) else []
+        extra_args = list_at(role, "extraArgs")
         declared, error = declared_parallelism(extra_args)
         if error:
             found.append((f"{path}.extraArgs", error))
@@ -520,13 +521,13 @@ def _elastic_resources(role: Mapping[str, Any], path: str, tensor_parallel: int)
 
 def _elastic_owned_keys(role: Mapping[str, Any], path: str) -> Iterable[tuple[str, str]]:
     """validateModelDeploymentElasticOwnedKeys."""
-    extra_args = role.get("extraArgs") if isinstance(role.get("extraArgs"), list) else []
+    extra_args = list_at(role, "extraArgs")
     for arg in extra_args:
         flag_name = str(arg).lstrip("-").split("=", 1)[0]
         flag = "--" + _ELASTIC_ABBREVIATIONS.get(flag_name, flag_name)
         if flag in ELASTIC_OWNED_FLAGS:
             yield f"{path}.extraArgs", f"{flag} is written by the elastic renderer itself"
-    env = role.get("env") if isinstance(role.get("env"), list) else []
+    env = list_at(role, "env")
     for i, entry in enumerate(env):
         name = str((entry or {}).get("name", "")) if isinstance(entry, Mapping) else ""
         if name in ELASTIC_OWNED_ENV:
@@ -537,14 +538,14 @@ def _elastic_owned_keys(role: Mapping[str, Any], path: str) -> Iterable[tuple[st
 
 
 def _object_finding(kind: str, obj: Mapping[str, Any], found: list[tuple[str, str]], namespace: str | None) -> list[Finding]:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    meta = mapping_at(obj, "metadata")
     return [Finding(kind, str(meta.get("name") or ""), path, message, namespace) for path, message in found]
 
 
 def pool_findings(pool: Mapping[str, Any]) -> list[Finding]:
     """``validateKVCachePoolSpec``: exactly one backend, each named."""
-    spec = pool.get("spec") if isinstance(pool.get("spec"), Mapping) else {}
-    backends = spec.get("backends") if isinstance(spec.get("backends"), list) else []
+    spec = mapping_at(pool, "spec")
+    backends = list_at(spec, "backends")
     found: list[tuple[str, str]] = []
     if len(backends) != 1:
         found.append(("spec.backends", f"exactly 1 backend is supported, and {len(backends)} were given: quota is "
@@ -558,11 +559,11 @@ def pool_findings(pool: Mapping[str, Any]) -> list[Finding]:
 
 def binding_findings(binding: Mapping[str, Any], namespace: str) -> list[Finding]:
     """``validateKVCachePoolBindingSpec`` / ``validateKVCachePoolBindingDomain``: the Binding's own shape."""
-    spec = binding.get("spec") if isinstance(binding.get("spec"), Mapping) else {}
+    spec = mapping_at(binding, "spec")
     found: list[tuple[str, str]] = []
     if not ((spec.get("poolRef") or {}).get("name") if isinstance(spec.get("poolRef"), Mapping) else None):
         found.append(("spec.poolRef.name", "a Binding grants exactly one pool, named here"))
-    domain = spec.get("domain") if isinstance(spec.get("domain"), Mapping) else {}
+    domain = mapping_at(spec, "domain")
     name = domain.get("name")
     if name:
         why = is_dns1123_label(str(name))
@@ -611,15 +612,15 @@ def _host_port_problem(address: str) -> str | None:
 
 def backend_findings(backend: Mapping[str, Any]) -> list[Finding]:
     """``validateKVCacheBackendSpec`` on create: names, image, pull secrets, connection branch and its contents."""
-    meta = backend.get("metadata") if isinstance(backend.get("metadata"), Mapping) else {}
+    meta = mapping_at(backend, "metadata")
     name = str(meta.get("name") or "")
-    spec = backend.get("spec") if isinstance(backend.get("spec"), Mapping) else {}
-    connection = spec.get("connection") if isinstance(spec.get("connection"), Mapping) else {}
+    spec = mapping_at(backend, "spec")
+    connection = mapping_at(spec, "connection")
     managed, external = connection.get("managed"), connection.get("external")
     found: list[tuple[str, str]] = []
     if isinstance(managed, Mapping):
         # validateKVCacheBackendName: the leader Service (<name>-leader) and member DaemonSets (<name>-member-<i>).
-        members = managed.get("members") if isinstance(managed.get("members"), list) else []
+        members = list_at(managed, "members")
         for rendered in [f"{name}-leader", *(f"{name}-member-{i}" for i in range(len(members)))]:
             why = is_dns1035_label(rendered)
             if why:
@@ -631,7 +632,7 @@ def backend_findings(backend: Mapping[str, Any]) -> list[Finding]:
         if isinstance(image, str) and image and not image.strip():
             found.append(("spec.image", 'must not be blank: an image is either named here or left out entirely so the '
                                         '"kv-cache-backend-image" setting decides'))
-    secrets = spec.get("imagePullSecrets") if isinstance(spec.get("imagePullSecrets"), list) else []
+    secrets = list_at(spec, "imagePullSecrets")
     for i, ref in enumerate(secrets):
         secret = str((ref or {}).get("name") or "") if isinstance(ref, Mapping) else ""
         if not secret:
@@ -654,7 +655,7 @@ def backend_findings(backend: Mapping[str, Any]) -> list[Finding]:
 
 def _backend_external(external: Mapping[str, Any]) -> list[tuple[str, str]]:
     """validateKVCacheBackendExternal: dialable addresses, and both a Client and an Admin entry."""
-    endpoints = external.get("endpoints") if isinstance(external.get("endpoints"), list) else []
+    endpoints = list_at(external, "endpoints")
     found = []
     for i, endpoint in enumerate(endpoints):
         address = str((endpoint or {}).get("address", "")) if isinstance(endpoint, Mapping) else ""
@@ -675,7 +676,7 @@ def _backend_external(external: Mapping[str, Any]) -> list[tuple[str, str]]:
 def _backend_managed(managed: Mapping[str, Any]) -> list[tuple[str, str]]:
     """validateKVCacheBackendManaged / validateKVCacheBackendMember / validateKVCacheBackendScaleIn (create)."""
     found = []
-    leader = managed.get("leader") if isinstance(managed.get("leader"), Mapping) else {}
+    leader = mapping_at(managed, "leader")
     replicas = leader.get("replicas")
     if replicas is not None:
         replicas = _int(replicas, 0)
@@ -687,7 +688,7 @@ def _backend_managed(managed: Mapping[str, Any]) -> list[tuple[str, str]]:
             found.append(("spec.connection.managed.leader.replicas",
                           "more than one leader requires leader.highAvailability, which elects one of them through a "
                           "Kubernetes Lease; without it every replica would serve"))
-    members = managed.get("members") if isinstance(managed.get("members"), list) else []
+    members = list_at(managed, "members")
     for i, member in enumerate(members):
         found += _backend_member(member if isinstance(member, Mapping) else {}, f"spec.connection.managed.members[{i}]")
         capacity = _quantity((member or {}).get("capacityPerMember")) if isinstance(member, Mapping) else None
@@ -698,7 +699,7 @@ def _backend_managed(managed: Mapping[str, Any]) -> list[tuple[str, str]]:
             found.append((f"spec.connection.managed.members[{i}].capacityPerMember",
                           "must not exceed 9223372036854775807 (2^63-1) bytes: the renderer reads this as a signed "
                           "64-bit count, and a larger one does not survive the conversion"))
-    scale_in = managed.get("scaleIn") if isinstance(managed.get("scaleIn"), Mapping) else {}
+    scale_in = mapping_at(managed, "scaleIn")
     grace = scale_in.get("gracePeriodSeconds")
     if grace is not None and _int(grace, 0) < 0:
         found.append(("spec.connection.managed.scaleIn.gracePeriodSeconds", "must not be negative"))
@@ -726,7 +727,7 @@ def _backend_member(member: Mapping[str, Any], path: str) -> list[tuple[str, str
     buffer = _quantity(member.get("localBufferSize")) if member.get("localBufferSize") is not None else None
     if buffer is not None and buffer < 0:
         found.append((f"{path}.localBufferSize", "must not be negative: it is added to the member Pod's memory request"))
-    selector = member.get("nodeSelector") if isinstance(member.get("nodeSelector"), Mapping) else {}
+    selector = mapping_at(member, "nodeSelector")
     for key in sorted(selector, key=str):
         problems = is_qualified_name(str(key))
         if problems:

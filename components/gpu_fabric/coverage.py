@@ -204,7 +204,7 @@ def _expression_mismatch(expression: Mapping[str, Any], labels: Mapping[str, str
         bound = _as_int(values[0]) if len(values) == 1 else None
         if bound is None:
             return f"{key} {operator} needs exactly one integer value, got {values}"
-        actual = _as_int(value) if present else None
+        actual = _as_int(value) if present and value is not None else None
         if actual is None:
             return f"{key} {operator} {bound} but the nodes have no integer label {key}"
         matches = actual > bound if operator == "Gt" else actual < bound

@@ -11,6 +11,8 @@ contains ``KVCacheBackend``), so the pin is a pre-release commit of ``main``, no
 
 from __future__ import annotations
 
+from typing import Final
+
 OPERATOR_REPOSITORY = "github.com/gpustack/gpustack-operator"
 
 OPERATOR_VERSION = "pre-release after v0.8.6"
@@ -38,13 +40,13 @@ SOURCE_FILES: dict[str, str] = {
 """Every operator file a rule or schema was read from, with the commit it was read at."""
 
 API_GROUP = "worker.gpustack.ai"
-SERVED_CRD_VERSION = "v1alpha1"
+SERVED_CRD_VERSION: Final = "v1alpha1"
 """The only version the CRDs serve (also the storage version); the admission webhooks match it."""
 AGGREGATED_VERSION = "v1"
 """The operator worker's aggregated API (APIService ``v1.worker.gpustack.ai``); which kinds it serves
 depends on the operator build, and it is Available only while the worker runs."""
 API_VERSIONS = (SERVED_CRD_VERSION, AGGREGATED_VERSION)
-DEFAULT_API_VERSION = SERVED_CRD_VERSION
+DEFAULT_API_VERSION: Final = SERVED_CRD_VERSION
 """What gpu-fabric writes unless a stack chooses otherwise (docs/gpustack-api-version.md says why)."""
 
 

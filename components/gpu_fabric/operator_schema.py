@@ -32,6 +32,7 @@ import yaml
 
 from gpu_fabric.operator_pin import AGGREGATED_VERSION, API_GROUP, API_VERSIONS, SERVED_CRD_VERSION
 from gpu_fabric.findings import Finding
+from gpu_fabric.shapes import mapping_at
 
 SCHEMA_FILES: dict[str, str] = {
     "ModelDeployment": "modeldeployments.worker.gpustack.ai.pascalcase.yaml",
@@ -83,7 +84,7 @@ def is_namespaced(kind: str) -> bool:
 def validate_object(obj: Mapping[str, Any]) -> list[Finding]:
     """Every schema violation of one ``worker.gpustack.ai`` object (empty when it would be stored intact)."""
     kind = str(obj.get("kind") or "")
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    metadata = mapping_at(obj, "metadata")
     name = str(metadata.get("name") or "")
     namespace = metadata.get("namespace")
     found: list[tuple[str, str]] = []
@@ -183,7 +184,7 @@ def _check(value: Any, schema: Mapping[str, Any], path: str, found: list[tuple[s
         found.append((where, f"Unsupported value: {_show(value)}: supported values: {supported}"))
     if isinstance(value, str):
         _check_string(value, schema, where, found)
-    elif expected in ("integer", "number"):
+    elif expected in ("integer", "number") and isinstance(value, (int, float)):
         _check_number(value, schema, where, found)
     elif isinstance(value, Mapping):
         _check_object(value, schema, path, found)

@@ -169,8 +169,8 @@ def _secure_values(value: Any) -> tuple[Any, bool]:
     if isinstance(value, dict) and set(value) == {"secure"} and isinstance(value["secure"], str):
         return SECRET_PLACEHOLDER, True
     if isinstance(value, dict):
-        items = {key: _secure_values(item) for key, item in value.items()}
-        return {key: item for key, (item, _) in items.items()}, any(found for _, found in items.values())
+        entries = {key: _secure_values(item) for key, item in value.items()}
+        return {key: item for key, (item, _) in entries.items()}, any(found for _, found in entries.values())
     if isinstance(value, list):
         items = [_secure_values(item) for item in value]
         return [item for item, _ in items], any(found for _, found in items)

@@ -115,6 +115,8 @@ def parse_yaml_documents(text: str, *, max_nodes: int = MAX_EXPANDED_NODES,
     try:
         while loader.check_node():
             node = loader.get_node()
+            if node is None:  # check_node() said a document follows
+                break
             if _expanded_size(node, {}, max_nodes) > max_nodes:
                 raise _LoadProblem(f"YAML aliases expand to more than {max_nodes} values (an alias bomb?)")
             documents.append((node.start_mark.line + 1, loader.construct_document(node)))

@@ -10,7 +10,7 @@ names the value; pydantic turns it into a configuration error at the field's pat
 from __future__ import annotations
 
 import re
-from typing import Annotated, Mapping
+from typing import Annotated, Any, Mapping
 
 from pydantic import AfterValidator
 
@@ -163,8 +163,8 @@ def no_control_characters(value: str, what: str = "value") -> str:
     return value
 
 
-def matching(pattern: str, description: str):
-    """An annotated ``str`` type that must match ``pattern`` (full match); the error shows ``description``."""
+def pattern_validator(pattern: str, description: str) -> AfterValidator:
+    """A validator that refuses a ``str`` not matching ``pattern`` (full match); the error shows ``description``."""
     compiled = re.compile(pattern)
 
     def check(value: str) -> str:
@@ -172,7 +172,16 @@ def matching(pattern: str, description: str):
             raise ValueError(f"{value!r} is not {description}")
         return value
 
-    return Annotated[str, AfterValidator(check)]
+    return AfterValidator(check)
+
+
+def matching(pattern: str, description: str) -> Any:
+    """An annotated ``str`` type that must match ``pattern`` (full match); the error shows ``description``.
+
+    Type checkers see the result as ``Any``; for a type they check, write
+    ``Annotated[str, pattern_validator(pattern, description)]``.
+    """
+    return Annotated[str, pattern_validator(pattern, description)]
 
 
 # EC2/IAM identifier shapes: the resource prefix, then lowercase letters and digits (EC2 issues 8 or

@@ -47,6 +47,7 @@ from gpu_fabric.findings import Finding
 from gpu_fabric.operator_pin import API_GROUP
 from gpu_fabric.operator_schema import validate_object
 from gpu_fabric.quantity import QuantityError, parse_quantity
+from gpu_fabric.shapes import mapping_at
 
 GPUSTACK_GROUP = API_GROUP
 
@@ -200,7 +201,7 @@ def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, finding
     for obj in objects:
         if not isinstance(obj, Mapping) or not is_gpustack_object(obj):
             continue
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        meta = mapping_at(obj, "metadata")
         name = str(meta.get("name", ""))
         kind = obj.get("kind")
         if kind == "InstanceType":
@@ -504,9 +505,9 @@ def _pools_and_bindings(index: _Index, findings: list[Finding]) -> None:
     for (namespace, name), binding in index.bindings.items():
         spec = _spec(binding)
         pool_name = str((spec.get("poolRef") or {}).get("name", ""))
-        pool = index.pools.get(pool_name)
+        bound_pool = index.pools.get(pool_name)
         domain = str((spec.get("domain") or {}).get("name") or "default")  # the schema default
-        own_backends = list(_spec(pool).get("backends") or []) if pool is not None else []
+        own_backends = list(_spec(bound_pool).get("backends") or []) if bound_pool is not None else []
         for other_domain, other_namespace, other_name in claimed:
             if other_domain != domain:
                 continue
@@ -518,15 +519,15 @@ def _pools_and_bindings(index: _Index, findings: list[Finding]) -> None:
                     f'reuse domain "{domain}" is already registered by {other_namespace}/{other_name}, and backend '
                     f"{' and '.join(shared)} serves both Bindings' pools: the two would share cache and overwrite each "
                     "other's ceiling in that master's single ledger entry for this tenant. Two masters hold two "
-                    "ledgers, so a Binding claiming this domain against a pool on another backend is fine — register "
+                    "ledgers, so a Binding claiming this domain against a bound_pool on another backend is fine — register "
                     'a domain no other Binding on THIS master holds. That does not rescue a needed "default" domain '
                     "here: the engines that forward no tenant write under that literal name, so a Binding "
                     "registering anything else registers a domain those Pods never write to"), namespace))
                 refused.append((namespace, name))
                 break
         claimed.append((domain, namespace, name))
-        ceiling, total = (spec.get("quota") or {}).get("ceiling"), (_spec(pool).get("quota") or {}).get("total")
-        if pool is None or ceiling is None or total is None:
+        ceiling, total = (spec.get("quota") or {}).get("ceiling"), (_spec(bound_pool).get("quota") or {}).get("total")
+        if bound_pool is None or ceiling is None or total is None:
             continue
         try:
             exceeds = parse_quantity(ceiling) > parse_quantity(total)
@@ -534,8 +535,8 @@ def _pools_and_bindings(index: _Index, findings: list[Finding]) -> None:
             continue
         if exceeds:
             findings.append(Finding("KVCachePoolBinding", name, "spec.quota.ceiling",
-                                    f"must not exceed the pool's own ceiling of {total}: a request larger than "
-                                    f'everything pool "{pool_name}" declares can never be granted, whatever the other '
+                                    f"must not exceed the bound_pool's own ceiling of {total}: a request larger than "
+                                    f'everything bound_pool "{pool_name}" declares can never be granted, whatever the other '
                                     "Bindings ask for", namespace))
             refused.append((namespace, name))
     # A refused Binding is never stored, so a deployment naming it finds nothing to resolve.

@@ -14,6 +14,7 @@ from typing import Any
 
 from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from gpu_fabric.operator_schema import is_namespaced
+from gpu_fabric.shapes import mapping_at
 from gpu_fabric.transfer import TransferReport, analyze, is_gpustack_object
 
 
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _object_ref(manifest: dict[str, Any]) -> str:
-    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    meta = mapping_at(manifest, "metadata")
     namespace, name = meta.get("namespace"), meta.get("name", "")
     if not namespace and is_namespaced(str(manifest.get("kind", ""))):
         namespace = "default"  # where kubectl (and analyze) put a namespaced object that names none

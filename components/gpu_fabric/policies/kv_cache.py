@@ -56,8 +56,8 @@ def kv_cache_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
                                      f"KVCacheBackend {grant.backend}: spec.connection.managed.members[{grant.group_index}] {problem}"))
     by_name = {pool.name: pool for pool in pools if pool.source == "pool"}
     for role in report.role_grants:
-        pool = by_name.get(role.instance_type)
-        if pool is not None and pool.fabric != role.fabric:
+        role_pool = by_name.get(role.instance_type)
+        if role_pool is not None and role_pool.fabric != role.fabric:
             problems.append((deployments.get((role.namespace, role.deployment), ""),
                              f"ModelDeployment {role.namespace}/{role.deployment}: spec.roles[{role.role_index}].resources.interface: "
                              f"the transfer leg uses {role.fabric.upper()} but pool {pool.name} has fabric {pool.fabric}"))

@@ -147,11 +147,11 @@ def run_policy(
 
     if isinstance(policy, ResourceValidationPolicy):
         for resource in resources:
-            args = resource_args(resource, config)
-            attempt(lambda: _settle(policy.validate(args, reporter(resource.urn, True))), resource.urn)
+            resource_validation = resource_args(resource, config)
+            attempt(lambda: _settle(policy.validate(resource_validation, reporter(resource.urn, True))), resource.urn)
     elif isinstance(policy, StackValidationPolicy):
-        args = stack_args(resources, config)
-        attempt(lambda: _settle(policy.validate(args, reporter("", False))), "")
+        stack_validation = stack_args(resources, config)
+        attempt(lambda: _settle(policy.validate(stack_validation, reporter("", False))), "")
     return found
 
 

@@ -338,7 +338,7 @@ def _at_field(prefix: str, default: str, finding: str) -> tuple[str, str]:
 
 def _check_node_groups(config: FabricConfig, catalog: InstanceCatalog) -> None:
     """Plan every EFA node group, and check that each pool's interface count is what the plan gives."""
-    problems = []
+    problems: list[tuple[str, str]] = []
     for i, pool in enumerate(config.pools):
         if pool.aws is None:
             continue

@@ -210,8 +210,8 @@ class DeferredInputs:
         waits for its validation. A marker inside a longer string means a builder embedded the value
         in text, which an ``Output`` cannot be: that property must be plain.
         """
-        result: Any = self._restore(value)
-        return result  # type: ignore[no-any-return]
+        result: T = self._restore(value)
+        return result
 
     def _restore(self, value: Any) -> Any:
         if isinstance(value, str):

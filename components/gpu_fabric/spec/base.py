@@ -113,7 +113,7 @@ class ConfigError(ValueError):
         problems = []
         for item in error.errors(include_url=False):
             location = [*prefix, *_without_union_tags(item["loc"])]
-            problems.append((format_path(location), _plain_message(item)))
+            problems.append((format_path(location), _plain_message(dict(item))))
         return cls(problems)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import Field, model_validator
 
@@ -11,9 +11,9 @@ from gpu_fabric.spec.base import SpecModel
 
 
 # Docker's tag grammar (distribution/reference: tag = [\w][\w.-]{0,127}).
-ImageTag = syntax.matching(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", "an image tag (letters, digits, '_', '.', '-')")
+ImageTag = Annotated[str, syntax.pattern_validator(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", "an image tag (letters, digits, '_', '.', '-')")]
 # Helm release names are DNS-1123 labels of at most 53 characters (helm: chartutil.ValidateReleaseName).
-ReleaseName = syntax.matching(r"[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?", "a Helm release name (DNS-1123 label, at most 53)")
+ReleaseName = Annotated[str, syntax.pattern_validator(r"[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?", "a Helm release name (DNS-1123 label, at most 53)")]
 
 
 class Toleration(SpecModel):

@@ -150,8 +150,8 @@ def _reference_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
 
     tenants = set(config.namespaces)
     backends = {backend.name for backend in config.kv_cache_backends}
-    for i, pool in enumerate(config.kv_cache_pools):
-        if pool.backends[0] not in backends:
+    for i, cache_pool in enumerate(config.kv_cache_pools):
+        if cache_pool.backends[0] not in backends:
             yield f"kvCachePools[{i}].backends[0]", f"names no KVCacheBackend of this stack ({_listing(backends)})"
     cache_pools = {pool.name for pool in config.kv_cache_pools}
     cache_pools = {pool.name for pool in config.kv_cache_pools}
@@ -173,11 +173,11 @@ def _reference_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
                    f"{deployment.namespace} ({_listing(name for ns, name in bindings if ns == deployment.namespace)})")
         for j, role in enumerate(deployment.roles):
             path = f"modelDeployments[{i}].roles[{j}]"
-            pool = config.pool(role.instance_type)
-            if pool is None:
+            role_pool = config.pool(role.instance_type)
+            if role_pool is None:
                 yield f"{path}.instanceType", f"names no pool of this stack ({_listing(p.name for p in config.pools)})"
                 continue
-            yield from _role_fits_pool(path, role.resources.accelerator, role.resources.interface, pool)
+            yield from _role_fits_pool(path, role.resources.accelerator, role.resources.interface, role_pool)
 
 
 def _role_fits_pool(path: str, accelerator: Any, interface: Any, pool: PoolSpec) -> Iterable[tuple[str, str]]:
@@ -229,8 +229,9 @@ def _transfer_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
         gpustack_manifests(config),
         manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},
     )
-    deployment_position = {(d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}
-    positions = {
+    deployment_position: dict[tuple[Optional[str], str], int] = {
+        (d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}
+    positions: dict[str, tuple[str, Mapping[tuple[Optional[str], str], int]]] = {
         "ModelDeployment": ("modelDeployments", deployment_position),
         "KVCachePoolBinding": ("kvCachePoolBindings", {(b.namespace, b.name): i for i, b in enumerate(config.kv_cache_pool_bindings)}),
         "KVCachePool": ("kvCachePools", {(None, p.name): i for i, p in enumerate(config.kv_cache_pools)}),

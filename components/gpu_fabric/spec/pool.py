@@ -9,7 +9,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 
 from gpu_fabric import syntax
 from gpu_fabric.quantity import QuantityError, amount
-from gpu_fabric.spec.aws import MAX_NODES, AwsNodeGroupSpec
+from gpu_fabric.spec.aws import MAX_NODES, AwsNodeGroupSpec, TaintSpec
 from gpu_fabric.spec.base import SpecModel
 from gpu_fabric.spec.topology_agent import TopologyAgentSpec, topology_agent_input
 from gpu_fabric.taints import normalize_effect
@@ -186,7 +186,7 @@ class PoolSpec(SpecModel):
 
     def taint_dicts(self) -> list[dict[str, str]]:
         """The pool's taints (and its node group's), Kubernetes spelling, as plain dicts."""
-        declared = [*self.taints, *(self.aws.taints if self.aws is not None else [])]
+        declared: list[Taint | TaintSpec] = [*self.taints, *(self.aws.taints if self.aws is not None else [])]
         taints = [{"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": normalize_effect(t.effect)}
                   for t in declared]
         unique = {(t["key"], t.get("value", ""), t["effect"]): t for t in taints}
