@@ -519,7 +519,7 @@ def _pools_and_bindings(index: _Index, findings: list[Finding]) -> None:
                     f'reuse domain "{domain}" is already registered by {other_namespace}/{other_name}, and backend '
                     f"{' and '.join(shared)} serves both Bindings' pools: the two would share cache and overwrite each "
                     "other's ceiling in that master's single ledger entry for this tenant. Two masters hold two "
-                    "ledgers, so a Binding claiming this domain against a bound_pool on another backend is fine — register "
+                    "ledgers, so a Binding claiming this domain against a pool on another backend is fine — register "
                     'a domain no other Binding on THIS master holds. That does not rescue a needed "default" domain '
                     "here: the engines that forward no tenant write under that literal name, so a Binding "
                     "registering anything else registers a domain those Pods never write to"), namespace))
@@ -535,8 +535,8 @@ def _pools_and_bindings(index: _Index, findings: list[Finding]) -> None:
             continue
         if exceeds:
             findings.append(Finding("KVCachePoolBinding", name, "spec.quota.ceiling",
-                                    f"must not exceed the bound_pool's own ceiling of {total}: a request larger than "
-                                    f'everything bound_pool "{pool_name}" declares can never be granted, whatever the other '
+                                    f"must not exceed the pool's own ceiling of {total}: a request larger than "
+                                    f'everything pool "{pool_name}" declares can never be granted, whatever the other '
                                     "Bindings ask for", namespace))
             refused.append((namespace, name))
     # A refused Binding is never stored, so a deployment naming it finds nothing to resolve.
