@@ -24,6 +24,7 @@ from gpu_fabric.coverage import (
     RDMA_SHARED_RESOURCE,
     nfd_pci_label,
 )
+from gpu_fabric.device_manager_access import service_account_name
 from gpu_fabric.taints import normalize_effect
 
 MANAGED_BY = "gpu-fabric"
@@ -175,17 +176,29 @@ def _downward_api_env() -> list[dict[str, Any]]:
     return [{"name": env, "valueFrom": {"fieldRef": {"fieldPath": path}}} for env, path in fields]
 
 
-# (volume name, host path, hostPath type, mount read-only)
+# (volume name, host path, hostPath type, mount read-only), as the chart's daemonset.yaml mounts
+# them. Read-only where the Device Manager only reads; the others it writes or must be able to:
 _DEVICE_MANAGER_HOST_PATHS: tuple[tuple[str, str, str | None, bool], ...] = (
+    # Device nodes are opened read-write for monitoring and partitioning (NVML, vendor libraries);
+    # kept writable as the chart has it: whether any vendor path creates nodes under /dev (MIG
+    # capability nodes) is not verified, and a read-only /dev would break exactly that.
     ("dev-dir", "/dev", "Directory", False),
+    # Discovery reads sysfs, but the partitioning drivers (pkg/devicemanager/allocator/*/
+    # *_driver_linux.go: AMD CU masks, Hygon/T-Head/NVIDIA MIG) are not verified to leave it
+    # untouched, so it stays writable as in the chart.
     ("sys-dir", "/sys", "Directory", False),
+    # The chart's scratch space on the host; vendor tools write there.
     ("tmp-dir", "/tmp", None, False),
+    # containerd's socket: the Device Manager talks to the runtime (a socket needs write).
     ("containerd-run-dir", "/run/containerd", "DirectoryOrCreate", False),
+    # The init container stages the slicing libraries here and allocations keep per-pod state.
     ("gpustack-data-dir", "/var/lib/gpustack", "DirectoryOrCreate", False),
     # CDI specs are read to resolve devices; the research lists both CDI directories read-only.
     ("cdi-etc-dir", "/etc/cdi", "DirectoryOrCreate", True),
     ("cdi-run-dir", "/var/run/cdi", "DirectoryOrCreate", True),
+    # Device-plugin sockets are created here and registered with the kubelet (serving.go).
     ("kubelet-device-plugins-dir", "/var/lib/kubelet/device-plugins", "DirectoryOrCreate", False),
+    # The Device Manager edits the containerd configuration (runtime handlers for sliced workloads).
     ("containerd-config-dir", "/etc/containerd", "DirectoryOrCreate", False),
     # The chart also mounts /run/docker; EKS nodes run containerd only, so it is left out.
 )
@@ -201,6 +214,16 @@ _VENDOR_DRIVER_PATHS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "metax": (("gpustack-metax-driver", "/opt/mxdriver"), ("gpustack-metax-toolkit", "/opt/maca")),
     "thead": (("gpustack-thead-toolkit", "/usr/local/PPU_SDK"),),
 }
+
+
+def device_manager_host_paths() -> frozenset[str]:
+    """Every host path a Device Manager DaemonSet of this builder may mount (any manufacturer)."""
+    return frozenset({path for _, path, _, _ in _DEVICE_MANAGER_HOST_PATHS} | vendor_driver_paths())
+
+
+def vendor_driver_paths() -> frozenset[str]:
+    """The vendor driver and toolkit trees, which the Device Manager only reads."""
+    return frozenset(path for paths in _VENDOR_DRIVER_PATHS.values() for _, path in paths)
 
 
 def _device_manager_daemonset(
@@ -227,9 +250,9 @@ def _device_manager_daemonset(
         advertised.append(RDMA_PARTITIONED_RESOURCE)
     pod_spec: dict[str, Any] = {
         "nodeSelector": {nfd_pci_label(manufacturer): "true"},
-        # The chart's account name: the Device Manager talks to the API server with that
-        # account's RBAC, which this builder does not create.
-        "serviceAccountName": f"{release_name}-device-manager",
+        # The chart's account name; device_manager_rbac creates it with exactly the API access
+        # the Device Manager's code uses (gpu_fabric.device_manager_access).
+        "serviceAccountName": service_account_name(release_name),
         # Same class the chart uses: the Device Manager must run before accelerator workloads can
         # be granted devices, but it is not needed for the node itself to function.
         "priorityClassName": "system-cluster-critical",
@@ -414,3 +437,13 @@ def device_managers_for_pools(args: Mapping[str, Any]) -> tuple[list[dict[str, A
         extra_args=args.get("extra_args") or (),
     )
     return manifests, [pool for pool in pools if pool.fabric == "rdma"]
+
+
+def device_manager_access_for(args: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ServiceAccount, roles and bindings the Device Managers of ``args`` run with."""
+    from gpu_fabric.device_manager_access import device_manager_rbac
+
+    release_name = args.get("release_name") or "gpustack-operator"
+    labels = {"app.kubernetes.io/name": "device-manager", "app.kubernetes.io/instance": release_name,
+              "app.kubernetes.io/managed-by": MANAGED_BY}
+    return device_manager_rbac(namespace=args.get("namespace") or "gpustack-system", release_name=release_name, labels=labels)

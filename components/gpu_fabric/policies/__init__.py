@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
+from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
 from gpu_fabric.policies.efa_domains import efa_domain_placement, efa_domain_security_group
 from gpu_fabric.policies.efa_interfaces import efa_launch_template_interfaces
@@ -46,6 +47,7 @@ ALL_POLICIES: list[Policy] = [
     efa_domain_placement,
     efa_domain_security_group,
     device_plugin_coverage,
+    device_manager_least_privilege,
     fabric_pool_topology,
     fabric_pool_topology_alignment,
     fabric_pool_topology_delivered,
@@ -65,6 +67,7 @@ POLICIES_BY_NAME: dict[str, Policy] = {policy.name: policy for policy in ALL_POL
 __all__ = [
     "ALL_POLICIES",
     "POLICIES_BY_NAME",
+    "device_manager_least_privilege",
     "device_plugin_coverage",
     "efa_domain_placement",
     "efa_domain_security_group",

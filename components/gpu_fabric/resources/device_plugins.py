@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional, Sequence, TypedDict
 import pulumi
 import pulumi_kubernetes as kubernetes
 
-from gpu_fabric.builders.device_plugins import device_managers_for_pools, efa_plugin_for_pools
+from gpu_fabric.builders.device_plugins import device_manager_access_for, device_managers_for_pools, efa_plugin_for_pools
 from gpu_fabric.constants import MANUFACTURER_LABEL
 from gpu_fabric.coverage import CoverageGap, uncovered_pools
 from gpu_fabric.resources.args import TaintArgs
@@ -114,15 +114,37 @@ def _refuse_gaps(component: str, name: str, pools: Sequence[Mapping[str, Any]], 
 
 
 def _register_daemonset(
-    resource_name: str, manifest: Mapping[str, Any], parent: pulumi.Resource
+    resource_name: str, manifest: Mapping[str, Any], parent: pulumi.Resource,
+    depends_on: Sequence[pulumi.Resource] = (),
 ) -> kubernetes.apps.v1.DaemonSet:
     # apiVersion and kind come from the resource type; metadata and spec pass through verbatim.
     return kubernetes.apps.v1.DaemonSet(
         resource_name,
         metadata=manifest["metadata"],
         spec=manifest["spec"],
-        opts=pulumi.ResourceOptions(parent=parent, replace_on_changes=list(DAEMONSET_REPLACE_ON_CHANGES)),
+        opts=pulumi.ResourceOptions(parent=parent, replace_on_changes=list(DAEMONSET_REPLACE_ON_CHANGES),
+                                    depends_on=list(depends_on)),
     )
+
+
+def _register_access(name: str, manifests: Sequence[Mapping[str, Any]], parent: pulumi.Resource) -> list[pulumi.Resource]:
+    """The Device Manager's ServiceAccount, roles and bindings (gpu_fabric.device_manager_access)."""
+    opts = pulumi.ResourceOptions(parent=parent, replace_on_changes=list(OBJECT_IDENTITY_REPLACE_ON_CHANGES))
+    registered: list[pulumi.Resource] = []
+    for manifest in manifests:
+        kind, metadata = manifest["kind"], manifest["metadata"]
+        suffix = kind.lower()  # as KubeletTopologyAgent names its account and roles
+        if kind == "ServiceAccount":
+            registered.append(kubernetes.core.v1.ServiceAccount(f"{name}-{suffix}", metadata=metadata, opts=opts))
+        elif kind == "ClusterRole":
+            registered.append(kubernetes.rbac.v1.ClusterRole(f"{name}-{suffix}", metadata=metadata, rules=manifest["rules"], opts=opts))
+        elif kind == "Role":
+            registered.append(kubernetes.rbac.v1.Role(f"{name}-{suffix}", metadata=metadata, rules=manifest["rules"], opts=opts))
+        else:
+            binding = kubernetes.rbac.v1.ClusterRoleBinding if kind == "ClusterRoleBinding" else kubernetes.rbac.v1.RoleBinding
+            registered.append(binding(f"{name}-{suffix}", metadata=metadata, role_ref=manifest["roleRef"],
+                                      subjects=manifest["subjects"], opts=opts))
+    return registered
 
 
 class EfaDevicePlugin(pulumi.ComponentResource):
@@ -165,12 +187,18 @@ class GpuStackDeviceManager(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuStackDeviceManagerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         inputs = DeferredInputs("GpuStackDeviceManager", args, GpuStackDeviceManagerArgs, DEVICE_MANAGER_DEFERRABLE, PLAIN_REASONS)
         manifests, rdma_pools = device_managers_for_pools(inputs.values)
+        access = device_manager_access_for(inputs.values)
         # Checked before super().__init__ so that a refused configuration registers nothing.
         _refuse_gaps("GpuStackDeviceManager", name, inputs.get("pools") or [], uncovered_pools(rdma_pools, manifests))
 
         super().__init__("gpu-fabric:index:GpuStackDeviceManager", name, {}, opts)
+        # The pods run as ServiceAccount <release>-device-manager, bound to a ClusterRole and a Role
+        # granting exactly the API access the Device Manager's code uses
+        # (gpu_fabric.device_manager_access): create them before the DaemonSets.
+        access_resources = _register_access(name, [inputs.restore(manifest) for manifest in access], self)
         daemonsets = [
-            _register_daemonset(f"{name}-{manifest['metadata']['labels'][MANUFACTURER_LABEL]}", inputs.restore(manifest), self)
+            _register_daemonset(f"{name}-{manifest['metadata']['labels'][MANUFACTURER_LABEL]}", inputs.restore(manifest), self,
+                                depends_on=access_resources)
             for manifest in manifests
         ]
         self.daemonsets = pulumi.Output.from_input(daemonsets)
