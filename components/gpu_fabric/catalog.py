@@ -446,6 +446,11 @@ def use_catalog(catalog: InstanceCatalog) -> None:
     _ACTIVE_CATALOG.set(catalog)
 
 
+def explicit_catalog() -> InstanceCatalog | None:
+    """The catalog set with :func:`use_catalog` in this context, if any."""
+    return _ACTIVE_CATALOG.get()
+
+
 def active_catalog() -> InstanceCatalog:
     """The catalog set with :func:`use_catalog`, else EC2 falling back to the bundled table."""
     return _ACTIVE_CATALOG.get() or default_catalog()

@@ -27,11 +27,12 @@ from gpu_fabric.aws.node_group import (
     plan_node_group,
 )
 from gpu_fabric.aws.user_data import to_base64, user_data_for_ami
-from gpu_fabric.catalog import InstanceCatalog, active_catalog
+from gpu_fabric.catalog import InstanceCatalog
 from gpu_fabric.efa import PlannedInterface
 from gpu_fabric.resources.args import AwsNodeGroupArgs, KubeletTopologyArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs
 from gpu_fabric.resources.outputs import register_declared_outputs
+from gpu_fabric.resources.stack_catalog import stack_catalog
 from gpu_fabric.spec.aws import AwsNodeGroupSpec
 from gpu_fabric.spec.base import ConfigError, SpecModel
 from gpu_fabric.topology import KubeletTopology
@@ -192,7 +193,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
         # Outputs (a cluster's name, a subnet's id ...) are checked again, by the same planner, when
         # they resolve; the resources that read them wait for that check.
         inputs = DeferredInputs("EfaNodeGroup", args, EfaNodeGroupArgs, DEFERRABLE, PLAIN_REASONS)
-        catalog = catalog or active_catalog()
+        catalog = catalog or stack_catalog(opts)
 
         def plan_with(values: Mapping[str, Any]) -> NodeGroupPlan:
             return plan_efa_node_group(values, catalog, offered_availability_zones, is_deferred=inputs.is_deferred)

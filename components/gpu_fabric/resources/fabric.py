@@ -6,7 +6,7 @@ import pulumi
 
 from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
 from gpu_fabric.builders.gpustack import gpustack_manifests
-from gpu_fabric.catalog import InstanceCatalog, active_catalog
+from gpu_fabric.catalog import InstanceCatalog
 from gpu_fabric.efa_domains import domain_component_name, domains_from_config, shares_security_group
 from gpu_fabric.fabric_plan import device_manager_args, efa_plugin_args, topology_agent_args
 from gpu_fabric.resources import efa_node_group, kv_cache, model_deployment
@@ -26,6 +26,7 @@ from gpu_fabric.resources.kueue_pool import KueuePool
 from gpu_fabric.resources.kv_cache import KVCache
 from gpu_fabric.resources.model_deployment import ModelDeployment
 from gpu_fabric.resources.outputs import register_declared_outputs
+from gpu_fabric.resources.stack_catalog import stack_catalog
 from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.spec.fabric import FabricConfig, load_config
 from gpu_fabric.taints import eks_effect
@@ -193,7 +194,7 @@ class GpuFabric(pulumi.ComponentResource):
         # ``validated``: the caller already ran load_config on these same args (the stack program
         # must, to build its provider first); validating again would only repeat the work.
         config = validated or load_config(inputs.values)
-        catalog = catalog or active_catalog()
+        catalog = catalog or stack_catalog(opts)
         _check_node_groups(config, catalog)  # instance facts, before the first registration
         # Stack-wide facts ride on the component's inputs so that policies can read them at preview.
         super().__init__("gpu-fabric:index:GpuFabric", name, {

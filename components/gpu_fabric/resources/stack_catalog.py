@@ -1,0 +1,89 @@
+"""Instance facts for components, from the stack's own AWS settings.
+
+A component's EC2 questions go where its AWS resources go: the region of an explicit AWS provider
+in ``opts`` (``aws.get_region`` through that provider), else the stack's ``aws:region`` and
+``aws:profile``. The source is logged with ``pulumi.log``. Without AWS credentials the bundled
+table answers, with a warning; with credentials present a failing call is an error, not a silent
+fallback to possibly stale facts. ``gpu-fabric render`` sets the bundled table with
+``catalog.use_catalog``, which this honours, so a render never calls EC2.
+"""
+
+from typing import Any, Mapping, Optional, Sequence
+
+import pulumi
+
+from gpu_fabric.catalog import (
+    BundledInstanceCatalog,
+    Ec2InstanceCatalog,
+    InstanceCatalog,
+    UnknownInstanceTypeError,
+    explicit_catalog,
+)
+
+
+class InstanceFactsError(RuntimeError):
+    """EC2 could not be asked although credentials are present (a broken region, endpoint or permission)."""
+
+
+def aws_provider(opts: Optional[pulumi.ResourceOptions]) -> Optional[pulumi.ProviderResource]:
+    """The explicit AWS provider of ``opts`` (``provider=`` or ``providers["aws"]``/a list entry), if any."""
+    if opts is None:
+        return None
+    candidates: list[Any] = [opts.provider]
+    providers = opts.providers
+    if isinstance(providers, Mapping):
+        candidates.append(providers.get("aws"))
+    elif providers:
+        candidates.extend(providers)
+    for provider in candidates:
+        if isinstance(provider, pulumi.ProviderResource) and getattr(provider, "package", None) == "aws":
+            return provider
+    return None
+
+
+class StackInstanceCatalog:
+    """EC2 in the stack's (or the explicit provider's) region and profile; the bundled table without credentials."""
+
+    def __init__(self, region: Optional[str], profile: Optional[str], source: str) -> None:
+        self.region = region
+        self.profile = profile
+        self.source = source
+        """Where the region came from, as the log says it."""
+
+    def describe(self, instance_types: Sequence[str]) -> dict[str, dict]:
+        ec2 = Ec2InstanceCatalog(region=self.region, profile=self.profile)
+        if ec2.session.get_credentials() is None:
+            pulumi.log.warn(f"instance facts for {', '.join(instance_types)}: no AWS credentials found, so they come from "
+                            "the bundled table (it may lag EC2); configure credentials to ask EC2")
+            return BundledInstanceCatalog().describe(instance_types)
+        try:
+            items = ec2.describe(instance_types)
+        except UnknownInstanceTypeError:
+            raise
+        except Exception as error:  # noqa: BLE001 - every botocore failure means the same to the user
+            raise InstanceFactsError(
+                f"instance facts for {', '.join(instance_types)}: EC2 DescribeInstanceTypes failed in region "
+                f"{ec2.region or '(none)'} ({self.source}) although AWS credentials are present: "
+                f"{type(error).__name__}: {error}") from None
+        pulumi.log.info(f"instance facts for {', '.join(instance_types)}: EC2 DescribeInstanceTypes in {ec2.region} "
+                        f"({self.source})")
+        return items
+
+
+def stack_catalog(opts: Optional[pulumi.ResourceOptions] = None) -> InstanceCatalog:
+    """The catalog a component uses when none is given (see the module docstring)."""
+    chosen = explicit_catalog()
+    if chosen is not None:
+        return chosen
+    config = pulumi.Config("aws")
+    profile = config.get("profile")
+    provider = aws_provider(opts)
+    if provider is not None:
+        import pulumi_aws as aws
+
+        result = aws.get_region(opts=pulumi.InvokeOptions(provider=provider))
+        region = result.region or result.name
+        return StackInstanceCatalog(region, profile, f"the region of AWS provider {provider._name}")
+    region = config.get("region")
+    source = "the stack's aws:region" if region else "no aws:region set; boto3's default region"
+    return StackInstanceCatalog(region, profile, source)

@@ -1,0 +1,103 @@
+"""Components ask EC2 with the stack's own AWS settings, say which, and never fall back silently."""
+
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import pulumi
+import pytest
+
+import moto_server
+from gpu_fabric.catalog import _ACTIVE_CATALOG
+from gpu_fabric.resources.stack_catalog import InstanceFactsError, StackInstanceCatalog, stack_catalog
+
+
+class Mocks(pulumi.runtime.Mocks):
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        if args.token == "aws:index/getRegion:getRegion":
+            # The explicit provider's configured region, as the AWS provider answers the invoke.
+            return {"name": "eu-west-1", "region": "eu-west-1", "id": "eu-west-1"}
+        return {}
+
+
+@pytest.fixture
+def logs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    captured: list[tuple[str, str]] = []
+    monkeypatch.setattr(pulumi.log, "info", lambda message, *a, **k: captured.append(("info", message)))
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: captured.append(("warn", message)))
+    token = _ACTIVE_CATALOG.set(None)  # no render-time catalog: the stack's settings decide
+    pulumi.runtime.set_mocks(Mocks(), preview=False)
+    yield captured
+    _ACTIVE_CATALOG.reset(token)
+
+
+@pytest.fixture
+def aws_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    def apply(credentials: bool, endpoint_url: str | None = None) -> None:
+        for key in [k for k in os.environ if k.startswith("AWS_")]:
+            monkeypatch.delenv(key)
+        for key, value in moto_server.isolated_aws_environment(tmp_path, credentials=credentials,
+                                                               endpoint_url=endpoint_url).items():
+            if key.startswith("AWS_"):
+                monkeypatch.setenv(key, value)
+        monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+
+    yield apply
+
+
+def with_stack_config(values: dict[str, str]) -> None:
+    pulumi.runtime.set_all_config(values)
+
+
+def test_the_stacks_region_is_asked_and_logged(logs, aws_env) -> None:
+    with moto_server.start_moto_server() as endpoint:
+        aws_env(credentials=True, endpoint_url=endpoint)
+        with_stack_config({"aws:region": "us-west-2"})
+        catalog = stack_catalog()
+        assert isinstance(catalog, StackInstanceCatalog) and catalog.region == "us-west-2"
+        items = catalog.describe(["p5.48xlarge"])
+    assert items["p5.48xlarge"]["NetworkInfo"]["EfaSupported"] is True
+    assert logs == [("info", "instance facts for p5.48xlarge: EC2 DescribeInstanceTypes in us-west-2 (the stack's aws:region)")]
+
+
+def test_an_explicit_providers_region_wins(logs) -> None:
+    import pulumi_aws as aws
+
+    with_stack_config({"aws:region": "us-west-2"})
+    holder: dict[str, Any] = {}
+
+    @pulumi.runtime.test
+    def program():
+        provider = aws.Provider("ireland", region="eu-west-1")
+        holder["catalog"] = stack_catalog(pulumi.ResourceOptions(providers={"aws": provider}))
+
+    program()
+    catalog = holder["catalog"]
+    assert catalog.region == "eu-west-1" and catalog.source == "the region of AWS provider ireland"
+
+
+def test_without_credentials_the_bundled_table_answers_with_a_warning(logs, aws_env) -> None:
+    aws_env(credentials=False)
+    with_stack_config({"aws:region": "us-west-2"})
+    items = stack_catalog().describe(["p5.48xlarge"])
+    assert items["p5.48xlarge"]["InstanceType"] == "p5.48xlarge"
+    assert logs and logs[0][0] == "warn" and "no AWS credentials found" in logs[0][1] and "bundled table" in logs[0][1]
+
+
+def test_a_failing_call_with_credentials_present_is_an_error(logs, aws_env) -> None:
+    aws_env(credentials=True, endpoint_url="http://127.0.0.1:9")  # nothing listens on the discard port
+    with_stack_config({"aws:region": "us-west-2"})
+    with pytest.raises(InstanceFactsError, match="EC2 DescribeInstanceTypes failed in region us-west-2 .* although AWS credentials are present"):
+        stack_catalog().describe(["p5.48xlarge"])
+    assert logs == []
+
+
+def test_a_render_catalog_is_used_as_set(logs) -> None:
+    from gpu_fabric.catalog import BundledInstanceCatalog, use_catalog
+
+    bundled = BundledInstanceCatalog()
+    use_catalog(bundled)
+    assert stack_catalog() is bundled
