@@ -82,8 +82,7 @@ def stack_catalog(opts: Optional[pulumi.ResourceOptions] = None) -> InstanceCata
         import pulumi_aws as aws
 
         result = aws.get_region(opts=pulumi.InvokeOptions(provider=provider))
-        region = result.region or result.name
-        return StackInstanceCatalog(region, profile, f"the region of AWS provider {provider._name}")
-    region = config.get("region")
-    source = "the stack's aws:region" if region else "no aws:region set; boto3's default region"
-    return StackInstanceCatalog(region, profile, source)
+        return StackInstanceCatalog(result.region or result.name, profile, f"the region of AWS provider {provider._name}")
+    stack_region = config.get("region")
+    source = "the stack's aws:region" if stack_region else "no aws:region set; boto3's default region"
+    return StackInstanceCatalog(stack_region, profile, source)
