@@ -7,9 +7,11 @@ import pytest
 
 from gpu_fabric.cli import main
 from gpu_fabric.efa_domains import DomainPool, derive_domains, describe_domain, domains_from_config
+from gpu_fabric.policies import efa_domain_placement
 from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.spec.fabric import load_config
 from gpu_fabric.transfer import analyze
+from policy_helpers import assert_metadata, assert_no_violations, assert_violation, rendered, replace_props
 from stack_configs import PROJECT_DIR, stack_values
 
 H100, C6IN = "gpustack--nvidia-h100-linux-amd64", "gpustack--generic-linux-amd64"
@@ -152,9 +154,6 @@ def test_object_paths_name_manifests_when_no_configuration_exists():
 
 
 # -- the policy: the same domains from resource inputs ------------------------------------------------
-
-from gpu_fabric.policies import efa_domain_placement  # noqa: E402
-from policy_helpers import assert_metadata, assert_no_violations, assert_violation, rendered, replace_props  # noqa: E402
 
 KUEUE_POOL = "gpu-fabric:index:KueuePool"
 EFA_NODE_GROUP = "gpu-fabric:index:EfaNodeGroup"
