@@ -131,6 +131,21 @@ SYNTAX: dict[str, tuple[str, tuple[str, ...]]] = {
                              ("devicePlugins.efa.namespace",)),
     "release-name": (seed(lambda c: c.update({"gpu-fabric:devicePlugins": {"deviceManager": {
         "deployedBy": "stack", "releaseName": "a/../b"}}})), ("devicePlugins.deviceManager.releaseName",)),
+    # Kubernetes IsEnvVarName (apimachinery validation.go); '=' is refused even by relaxed API servers.
+    "env-name-space": (seed(lambda c: role(c).update(env=[{"name": "MY VAR", "value": "x"}])),
+                       ("modelDeployments[0].roles[0].env[0].name", "IsEnvVarName")),
+    "env-name-equals": (seed(lambda c: role(c).update(env=[{"name": "A=B", "value": "x"}])),
+                        ("modelDeployments[0].roles[0].env[0].name",)),
+    "env-name-digit-first": (seed(lambda c: role(c).update(env=[{"name": "1ST", "value": "x"}])),
+                             ("modelDeployments[0].roles[0].env[0].name",)),
+    "member-env-name-newline": (seed(lambda c: member(c).update(extraEnv=[{"name": "A\nB", "value": "x"}])),
+                                ("kvCacheBackends[0].connection.managed.members[0].extraEnv[0].name",)),
+    "role-image-whitespace": (seed(lambda c: role(c).update(image="vllm/vllm-openai :v0.9.0")),
+                              ("modelDeployments[0].roles[0].image",)),
+    "role-image-inner-newline": (seed(lambda c: role(c).update(image="vllm/vllm-openai\n:v0.9.0")),
+                                 ("modelDeployments[0].roles[0].image",)),
+    "member-image-whitespace": (seed(lambda c: member(c).update(image="mooncake store")),
+                                ("kvCacheBackends[0].connection.managed.members[0].image",)),
     "az-not-an-az": (efa(lambda c: pool(c)["aws"].update(availabilityZone="somewhere")), ("pools[0].aws.availabilityZone",)),
     "cluster-name-invalid": (efa(lambda c: pool(c)["aws"].update(clusterName="bad name!")), ("pools[0].aws.clusterName",)),
     "instance-type-not-a-type": (efa(lambda c: pool(c)["aws"].update(instanceTypes=["p5.48xlarge; rm -rf"])),
@@ -201,6 +216,15 @@ def test_bad_stack_file_is_refused_with_its_path(case, tmp_path):
     for fragment in fragments:
         assert fragment in outcome.err, f"{fragment!r} missing\n{outcome.describe()}"
     assert not (tmp_path / "out").exists(), "a refused stack must write nothing"
+
+
+def test_env_values_are_any_string_as_kubernetes_allows(tmp_path):
+    # Kubernetes puts no rule on env values: a newline or '=' in one is data, not a refusal.
+    text = seed(lambda c: role(c).update(env=[{"name": "PROMPT.PREFIX", "value": "line one\nline=two"}]))
+    outcome = render_file(tmp_path, text)
+    assert outcome.code == 0, outcome.describe()
+    rendered = (tmp_path / "out" / "resources.json").read_text()
+    assert "line one\\nline=two" in rendered
 
 
 def test_every_row_changes_a_valid_stack_file():

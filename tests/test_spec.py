@@ -105,3 +105,19 @@ def test_server_role_cannot_mix_with_prefill():
 
 def test_config_keys_are_camel_case():
     assert "modelDeployments" in config_keys() and "kvCachePoolBindings" in config_keys()
+
+
+def test_syntax_checks_match_whole_values_as_go_does():
+    # Python's '$' also matches before a final newline, Go's (Kubernetes' validation) does not: a
+    # value that reaches a check unstripped must not slip a newline through.
+    from gpu_fabric import syntax
+
+    for check, value in ((syntax.dns_label, "team-a\n"), (syntax.label_value, "a\n"), (syntax.qualified_name, "k\n"),
+                         (syntax.image, "vllm/vllm-openai:v0.9.0\n"), (syntax.env_var_name, "HOME\n"),
+                         (syntax.instance_type, "p5.48xlarge\n"), (syntax.region, "us-east-1\n")):
+        with pytest.raises(ValueError):
+            check(value)
+    assert syntax.env_var_name("MY_ENV.NAME") == "MY_ENV.NAME"
+    for name in ("MY VAR", "1ST", "A=B", ".", "..", "..x", ""):
+        with pytest.raises(ValueError):
+            syntax.env_var_name(name)

@@ -31,18 +31,21 @@ AVAILABILITY_ZONE = re.compile(r"^(?P<region>[a-z]{2}(-[a-z]+)+-\d+)(?P<zone>[a-
 REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
 # Container image references: no whitespace or control characters (distribution/reference grammar is stricter).
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
+# k8s.io/apimachinery/pkg/util/validation/validation.go: envVarNameFmt / IsEnvVarName (plus
+# hasChDirPrefix: not ".", not "..", not starting with "..").
+_ENV_VAR_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
 def dns_label(value: str, what: str = "name") -> str:
     """A DNS-1123 label: lowercase letters, digits and '-', at most 63 characters (namespaces, role names)."""
-    if len(value) > 63 or not DNS_LABEL.match(value):
+    if len(value) > 63 or not DNS_LABEL.fullmatch(value):
         raise ValueError(f"{what} {value!r} is not a valid DNS-1123 label (lowercase letters, digits, '-', at most 63)")
     return value
 
 
 def dns_subdomain(value: str, what: str = "name") -> str:
     """A DNS-1123 subdomain: lowercase letters, digits, '-' and '.', at most 253 characters (object names)."""
-    if len(value) > 253 or not DNS_SUBDOMAIN.match(value):
+    if len(value) > 253 or not DNS_SUBDOMAIN.fullmatch(value):
         raise ValueError(f"{what} {value!r} is not a valid Kubernetes name (lowercase letters, digits, '-', '.')")
     return value
 
@@ -51,9 +54,9 @@ def qualified_name(value: str, what: str = "key") -> str:
     """``[prefix/]name``: a DNS subdomain prefix and a name of at most 63 alphanumerics, '-', '_', '.'."""
     prefix, slash, name = value.rpartition("/")
     problem = None
-    if slash and (not prefix or len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix)):
+    if slash and (not prefix or len(prefix) > 253 or not DNS_SUBDOMAIN.fullmatch(prefix)):
         problem = "its prefix must be a DNS subdomain such as example.com"
-    elif not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+    elif not name or len(name) > 63 or not _QUALIFIED_NAME.fullmatch(name):
         problem = "the name must be 1-63 letters, digits, '-', '_' or '.', starting and ending alphanumeric"
     if problem:
         raise ValueError(f"{what} {value!r} is not a valid Kubernetes {what}: {problem}")
@@ -62,7 +65,7 @@ def qualified_name(value: str, what: str = "key") -> str:
 
 def label_value(value: str, what: str = "label value") -> str:
     """Empty, or at most 63 letters, digits, '-', '_' and '.', starting and ending alphanumeric."""
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
         raise ValueError(f"{what} {value!r} is not valid: at most 63 letters, digits, '-', '_' or '.', "
                          "starting and ending alphanumeric")
     return value
@@ -105,28 +108,28 @@ def extended_resource_name(value: str) -> str:
 
 def eks_cluster_name(value: str) -> str:
     """An EKS cluster name: 1-100 letters, digits, '-' and '_', starting alphanumeric."""
-    if not EKS_CLUSTER_NAME.match(value):
+    if not EKS_CLUSTER_NAME.fullmatch(value):
         raise ValueError(f"EKS cluster name {value!r} must be 1-100 letters, digits, '-' or '_', starting alphanumeric")
     return value
 
 
 def instance_type(value: str) -> str:
     """An EC2 instance type name such as ``p5.48xlarge``."""
-    if not INSTANCE_TYPE.match(value):
+    if not INSTANCE_TYPE.fullmatch(value):
         raise ValueError(f"{value!r} is not an EC2 instance type name (such as p5.48xlarge)")
     return value
 
 
 def availability_zone(value: str) -> str:
     """An AZ name such as ``us-east-1a`` (AZ ids such as ``use1-az1`` are not names)."""
-    if not AVAILABILITY_ZONE.match(value):
+    if not AVAILABILITY_ZONE.fullmatch(value):
         raise ValueError(f"{value!r} is not an availability zone name (such as us-east-1a)")
     return value
 
 
 def region_of_zone(zone: str) -> str:
     """``us-east-1a`` -> ``us-east-1``; ``us-west-2-lax-1a`` -> ``us-west-2``."""
-    match = AVAILABILITY_ZONE.match(zone)
+    match = AVAILABILITY_ZONE.fullmatch(zone)
     if not match:
         raise ValueError(f"{zone!r} is not an availability zone name (such as us-east-1a)")
     return match.group("region")
@@ -134,7 +137,7 @@ def region_of_zone(zone: str) -> str:
 
 def region(value: str) -> str:
     """An AWS region name such as ``us-east-1``."""
-    if not REGION.match(value):
+    if not REGION.fullmatch(value):
         raise ValueError(f"{value!r} is not an AWS region name (such as us-east-1)")
     return value
 
@@ -150,9 +153,32 @@ def aws_tags(values: Mapping[str, str]) -> Mapping[str, str]:
 
 
 def image(value: str) -> str:
-    """A container image reference: no whitespace, quotes or control characters."""
-    if len(value) > 512 or not _IMAGE.match(value):
+    """A container image reference: no whitespace, quotes or control characters.
+
+    The API server refuses leading or trailing whitespace in a container's image
+    (pkg/apis/core/validation/validation.go validateContainerCommon); whitespace inside is refused
+    by the kubelet, whose reference parser (distribution/reference) rejects it as InvalidImageName,
+    so such a pod never starts.
+    """
+    if len(value) > 512 or not _IMAGE.fullmatch(value):
         raise ValueError(f"{value!r} is not a container image reference (registry/repository:tag or @digest)")
+    return value
+
+
+def env_var_name(value: str) -> str:
+    """An environment variable name as Kubernetes' ``IsEnvVarName`` accepts it.
+
+    Letters, digits, '_', '-' and '.', not starting with a digit, and not '.', '..' or '..'-prefixed.
+    API servers with ``RelaxedEnvironmentVariableValidation`` (beta, on by default from 1.32) also
+    take other printable ASCII except '='; the strict rule is kept so the same configuration works
+    on every API server gpu-fabric targets (the operator copies role env into Pods, so a name the
+    server refuses fails at Pod creation, after the ModelDeployment was accepted). Values are any
+    string: Kubernetes puts no rule on them.
+    """
+    if not _ENV_VAR_NAME.fullmatch(value) or value in (".", "..") or value.startswith(".."):
+        raise ValueError(
+            f"environment variable name {value!r} is not valid: letters, digits, '_', '-' and '.', not starting "
+            "with a digit (Kubernetes IsEnvVarName), e.g. MY_ENV.NAME")
     return value
 
 
@@ -194,6 +220,7 @@ RoleArn = matching(r"arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}"
                    "an IAM role ARN (arn:aws:iam::123456789012:role/name)")
 KubernetesVersion = matching(r"\d+\.\d+", "a Kubernetes minor version such as 1.31")
 
+EnvVarName = Annotated[str, AfterValidator(env_var_name)]
 DnsLabel = Annotated[str, AfterValidator(lambda v: dns_label(v))]
 DnsSubdomain = Annotated[str, AfterValidator(lambda v: dns_subdomain(v))]
 Namespace = Annotated[str, AfterValidator(lambda v: dns_label(v, "namespace"))]

@@ -15,6 +15,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from gpu_fabric import syntax
 from gpu_fabric.quantity import QuantityError, amount
 from gpu_fabric.spec.base import SpecModel
 from gpu_fabric.spec.pool import DNS_LABEL, check_namespace, check_object_name
@@ -93,7 +94,7 @@ class Router(SpecModel):
 
     name: Literal["llm-d-router", "vllm-router", "sglang-gateway"]
     replicas: Optional[int] = Field(default=None, ge=1)
-    image: Optional[str] = Field(default=None, max_length=512)
+    image: Optional[syntax.Image] = Field(default=None, max_length=512)
     image_pull_policy: Optional[Literal["Always", "IfNotPresent", "Never"]] = None
     image_pull_secrets: Optional[list[LocalObjectRef]] = Field(default=None, max_length=32)
     extra_args: Optional[list[str]] = None
@@ -127,9 +128,9 @@ class RoleResources(SpecModel):
 
 
 class EnvVar(SpecModel):
-    """An environment variable."""
+    """An environment variable: a name Kubernetes accepts (``syntax.env_var_name``); any string value."""
 
-    name: str
+    name: syntax.EnvVarName
     value: str = ""
 
 
@@ -179,7 +180,7 @@ class Role(SpecModel):
     size: Optional[int] = Field(default=None, ge=1, le=64)
     instance_type: str = Field(min_length=1, max_length=253)
     resources: RoleResources = Field(default_factory=RoleResources)
-    image: Optional[str] = Field(default=None, max_length=512)
+    image: Optional[syntax.Image] = Field(default=None, max_length=512)
     image_pull_policy: Optional[Literal["Always", "IfNotPresent", "Never"]] = None
     image_pull_secrets: Optional[list[LocalObjectRef]] = Field(default=None, max_length=32)
     command: Optional[list[str]] = None
@@ -198,7 +199,7 @@ class Role(SpecModel):
     @field_validator("name")
     @classmethod
     def _dns_label(cls, value: str) -> str:
-        if len(value) > 63 or not DNS_LABEL.match(value):
+        if len(value) > 63 or not DNS_LABEL.fullmatch(value):
             raise ValueError(f"role name {value!r} must be a DNS label (lowercase letters, digits, '-', at most 63)")
         return value
 
@@ -254,7 +255,7 @@ class MemberGroup(SpecModel):
     local_buffer_size: Optional[Quantity] = None
     extra_args: Optional[list[str]] = None
     extra_env: Optional[list[EnvVar]] = None
-    image: Optional[str] = Field(default=None, max_length=512)
+    image: Optional[syntax.Image] = Field(default=None, max_length=512)
     transport: Optional[Transport] = None
     fabric_interface_count: Optional[int] = Field(default=None, ge=1)
     security_context: Optional[dict[str, Any]] = None
@@ -317,7 +318,7 @@ class KVCacheBackendSpec(SpecModel):
 
     name: str
     type: Literal["Mooncake"] = "Mooncake"
-    image: Optional[str] = Field(default=None, max_length=512)
+    image: Optional[syntax.Image] = Field(default=None, max_length=512)
     image_pull_policy: Optional[Literal["Always", "IfNotPresent", "Never"]] = None
     image_pull_secrets: Optional[list[LocalObjectRef]] = Field(default=None, max_length=32)
     transport: Optional[Transport] = None

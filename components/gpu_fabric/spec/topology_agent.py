@@ -55,7 +55,7 @@ class TopologyAgentSpec(SpecModel):
     @field_validator("kubelet_unit")
     @classmethod
     def _unit(cls, unit: str) -> str:
-        if not _UNIT.match(unit):
+        if not _UNIT.fullmatch(unit):
             raise ValueError(f"kubeletUnit {unit!r} is not a systemd service unit name such as 'kubelet.service'")
         return unit
 
