@@ -187,7 +187,7 @@ def test_reserved_capacity_without_placement_group_passes():
 def test_two_subnets_are_refused():
     resources = node_group_stack(subnets=("subnet-1", "subnet-2"))
     ng = next(r for r in resources if r.type == NG)
-    assert_violation(efa_node_group_placement, resources, "has 2 subnets", urn=ng.urn)
+    assert_violation(efa_node_group_placement, resources, "needs exactly one subnet, got 2", urn=ng.urn)
 
 
 def test_missing_placement_group_is_refused():

@@ -21,7 +21,8 @@ import re
 from typing import Any, Collection, Literal, Mapping, Sequence
 
 from gpu_fabric.efa import EfaPlanError, PlannedInterface, plan_group
-from gpu_fabric.spec.aws import CLUSTER_TAG_PREFIX, AwsNodeGroupSpec, RootVolumeSpec
+from gpu_fabric.aws.rules import cluster_tag_problem, subnet_count_problem
+from gpu_fabric.spec.aws import AwsNodeGroupSpec, RootVolumeSpec
 
 SECURITY_GROUP_TYPE = "aws:ec2/securityGroup:SecurityGroup"
 INGRESS_RULE_TYPE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
@@ -165,12 +166,9 @@ def plan_node_group(
 
 
 def _refuse_cluster_tags(tags: Mapping[str, str], where: str) -> None:
-    cluster_tags = sorted(key for key in tags if key.startswith(CLUSTER_TAG_PREFIX))
-    if cluster_tags:
-        raise NodeGroupInputError(
-            [f"{where}: tags {cluster_tags} must not be set on the EFA security group (the AWS Load Balancer "
-             "Controller requires exactly one kubernetes.io/cluster-tagged group per interface)"]
-        )
+    problem = cluster_tag_problem(tags)
+    if problem:
+        raise NodeGroupInputError([f"{where}: {problem}"])
 
 
 # -- security group ---------------------------------------------------------------------------------
@@ -362,10 +360,9 @@ def node_group_inputs(
 
     ``instance_types`` is set only when the launch template names no type (several types).
     """
-    if len(subnet_ids) != 1:
-        raise NodeGroupInputError(
-            [f"subnetId: an EFA node group needs exactly one subnet, got {len(subnet_ids)} (EFA does not cross subnets)"]
-        )
+    subnet_problem = subnet_count_problem(len(subnet_ids))
+    if subnet_problem:
+        raise NodeGroupInputError([f"subnetId: {subnet_problem}"])
     inputs: dict[str, Any] = {
         "clusterName": cluster_name,
         "nodeRoleArn": node_role_arn,

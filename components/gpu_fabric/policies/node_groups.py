@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
+from gpu_fabric.aws.rules import subnet_count_problem
 from gpu_fabric.policies._props import (
     EFA_PRESENT_LABEL,
     NODE_GROUP_TYPE,
@@ -55,11 +56,9 @@ def node_group_findings(node_group: Resource, resources: Sequence[Resource]) -> 
         return []
     problems = []
     subnets = node_group.props.get("subnetIds")
-    if not is_unknown(subnets) and len(as_list(subnets)) != 1:
-        problems.append(
-            f"EFA node group {node_group.name} has {len(as_list(subnets))} subnets; it needs exactly one "
-            "(EFA traffic does not cross subnets or availability zones)"
-        )
+    subnet_problem = None if is_unknown(subnets) else subnet_count_problem(len(as_list(subnets)))
+    if subnet_problem:
+        problems.append(f"EFA node group {node_group.name}: {subnet_problem}")
     if template is None:
         return problems
     reserved = targets_reserved_capacity(node_group, template)

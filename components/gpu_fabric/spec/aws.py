@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gpu_fabric import syntax
+from gpu_fabric.aws.rules import ONE_SUBNET_REASON, cluster_tag_problem
+from gpu_fabric.constants import CLUSTER_TAG_PREFIX  # noqa: F401  (re-exported for existing importers)
 from gpu_fabric.spec.base import SpecModel
 
 # EFA-capable EKS AMIs (EKS docs; research rule 18): AL2023 NVIDIA carries the EFA software, and
@@ -25,7 +27,6 @@ PlacementMode = Literal["create", "existing", "none", "domain"]
 EfaLayout = Literal["recommended", "legacy"]
 TaintEffect = Literal["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]
 
-CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
 MAX_NODES = 5000
 """Kubernetes' documented scalability limit, 5,000 nodes per cluster (kubernetes.io, "Considerations for
 large clusters"); bounds a node group's sizes and a pool's nodeCount."""
@@ -135,8 +136,7 @@ class AwsNodeGroupSpec(SpecModel):
         for key in ("subnetIds", "subnet_ids", "subnets"):
             if key in data:
                 raise ValueError(
-                    f"{key}: an EFA node group takes exactly one subnet as subnetId "
-                    "(EFA traffic does not cross subnets or AZs)"
+                    f"{key}: an EFA node group takes exactly one subnet as subnetId ({ONE_SUBNET_REASON})"
                 )
         has_placement = "placementGroup" in data or "placement_group" in data
         targets_reservation = bool(data.get("capacityReservationId") or data.get("capacity_reservation_id"))
@@ -151,8 +151,7 @@ class AwsNodeGroupSpec(SpecModel):
     def _one_subnet(cls, value: Any) -> Any:
         if isinstance(value, (list, tuple)):
             raise ValueError(
-                f"subnetId takes exactly one subnet, not a list of {len(value)} "
-                "(EFA traffic does not cross subnets or AZs)"
+                f"subnetId takes exactly one subnet, not a list of {len(value)} ({ONE_SUBNET_REASON})"
             )
         return value
 
@@ -175,12 +174,9 @@ class AwsNodeGroupSpec(SpecModel):
     @field_validator("tags")
     @classmethod
     def _no_cluster_tag(cls, tags: dict[str, str]) -> dict[str, str]:
-        cluster_tags = [key for key in tags if key.startswith(CLUSTER_TAG_PREFIX)]
-        if cluster_tags:
-            raise ValueError(
-                f"tags {cluster_tags} would mark the EFA security group as a cluster security group; the AWS "
-                "Load Balancer Controller then finds two tagged groups per interface"
-            )
+        problem = cluster_tag_problem(tags)
+        if problem:
+            raise ValueError(problem)
         return tags
 
     @model_validator(mode="after")
