@@ -16,17 +16,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
+from gpu_fabric import constants
 from gpu_fabric.taints import normalize_effect
 
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
+EFA_RESOURCE = constants.EFA_RESOURCE
 """Extended resource the AWS EFA device plugin advertises."""
 
-EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
+EFA_PRESENT_LABEL = constants.EFA_PRESENT_LABEL
 """Node label our EFA node groups set; the EFA plugin selects on it instead of instance types."""
 
-RDMA_RESOURCE = "device.gpustack.ai/rdma"
-RDMA_SHARED_RESOURCE = "device.gpustack.ai/rdma.shared"
-RDMA_PARTITIONED_RESOURCE = "device.gpustack.ai/rdma.partitioned"
+RDMA_RESOURCE = constants.RDMA_RESOURCE
+RDMA_SHARED_RESOURCE = constants.RDMA_SHARED_RESOURCE
+RDMA_PARTITIONED_RESOURCE = constants.RDMA_PARTITIONED_RESOURCE
 
 ADVERTISES_ANNOTATION = "gpu-fabric.io/advertises"
 """DaemonSet annotation listing (comma-separated) the extended resources its pods advertise.

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from gpu_fabric import constants
 from gpu_fabric.admission import (
     ENGINE_VLLM,
     backend_findings,
@@ -51,10 +52,10 @@ from gpu_fabric.shapes import mapping_at
 
 GPUSTACK_GROUP = API_GROUP
 
-RDMA_EXCLUSIVE_KEY = "device.gpustack.ai/rdma"
-RDMA_SHARED_KEY = "device.gpustack.ai/rdma.shared"
-RDMA_PARTITIONED_KEY = "device.gpustack.ai/rdma.partitioned"
-EFA_KEY = "vpc.amazonaws.com/efa"
+RDMA_EXCLUSIVE_KEY = constants.RDMA_RESOURCE
+RDMA_SHARED_KEY = constants.RDMA_SHARED_RESOURCE
+RDMA_PARTITIONED_KEY = constants.RDMA_PARTITIONED_RESOURCE
+EFA_KEY = constants.EFA_RESOURCE
 FABRIC_KEYS = {"rdma": (RDMA_EXCLUSIVE_KEY, RDMA_SHARED_KEY, RDMA_PARTITIONED_KEY), "efa": (EFA_KEY,)}
 FABRICS = ("rdma", "efa")
 

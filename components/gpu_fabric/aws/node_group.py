@@ -20,18 +20,19 @@ import hashlib
 import re
 from typing import Any, Collection, Literal, Mapping, Sequence
 
+from gpu_fabric import constants
 from gpu_fabric.efa import EfaPlanError, PlannedInterface, plan_group
 from gpu_fabric.aws.rules import cluster_tag_problem, subnet_count_problem
 from gpu_fabric.spec.aws import AwsNodeGroupSpec, RootVolumeSpec
 
-SECURITY_GROUP_TYPE = "aws:ec2/securityGroup:SecurityGroup"
-INGRESS_RULE_TYPE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
-EGRESS_RULE_TYPE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
-PLACEMENT_GROUP_TYPE = "aws:ec2/placementGroup:PlacementGroup"
-LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate"
-NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
+SECURITY_GROUP_TYPE = constants.SECURITY_GROUP_TYPE
+INGRESS_RULE_TYPE = constants.INGRESS_RULE_TYPE
+EGRESS_RULE_TYPE = constants.EGRESS_RULE_TYPE
+PLACEMENT_GROUP_TYPE = constants.PLACEMENT_GROUP_TYPE
+LAUNCH_TEMPLATE_TYPE = constants.LAUNCH_TEMPLATE_TYPE
+NODE_GROUP_TYPE = constants.NODE_GROUP_TYPE
 
-EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
+EFA_PRESENT_LABEL = constants.EFA_PRESENT_LABEL
 ALL_PROTOCOLS = "-1"
 
 # Autoscalers (cluster-autoscaler, Karpenter-style tools, operators) own the node count after

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from pulumi_policy import PolicyResource, StackValidationArgs
 
+from gpu_fabric import constants
 from gpu_fabric.spec.pool import (
     ARCH_LABEL,
     EFA_PRESENT_LABEL,
@@ -32,10 +33,10 @@ from gpu_fabric.spec.pool import (
 
 KUEUE_POOL_TYPE = "gpu-fabric:index:KueuePool"
 GPU_FABRIC_TYPE = "gpu-fabric:index:GpuFabric"
-LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate"
-NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
-SECURITY_GROUP_TYPE = "aws:ec2/securityGroup:SecurityGroup"
-PLACEMENT_GROUP_TYPE = "aws:ec2/placementGroup:PlacementGroup"
+LAUNCH_TEMPLATE_TYPE = constants.LAUNCH_TEMPLATE_TYPE
+NODE_GROUP_TYPE = constants.NODE_GROUP_TYPE
+SECURITY_GROUP_TYPE = constants.SECURITY_GROUP_TYPE
+PLACEMENT_GROUP_TYPE = constants.PLACEMENT_GROUP_TYPE
 
 EFA_INTERFACE_TYPES = ("efa", "efa-only")
 

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
+from gpu_fabric import constants
 from gpu_fabric.policies._props import (
     Resource,
     as_list,
@@ -29,7 +30,7 @@ from gpu_fabric.policies._props import (
 )
 from gpu_fabric.transfer import EFA_KEY, FABRIC_KEYS
 
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+QUEUE_NAME_LABEL = constants.QUEUE_NAME_LABEL
 KUEUE_GROUP = "kueue.x-k8s.io"
 QUEUED_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "LeaderWorkerSet")
 ALL_FABRIC_KEYS = frozenset(key for keys in FABRIC_KEYS.values() for key in keys)

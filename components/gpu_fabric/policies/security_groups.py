@@ -30,6 +30,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
+from gpu_fabric import constants
 from gpu_fabric.policies._props import (
     SECURITY_GROUP_TYPE,
     Resource,
@@ -44,9 +45,9 @@ from gpu_fabric.policies._props import (
 )
 
 EFA_SECURITY_GROUP_TAG = "gpu-fabric.io/efa-security-group"
-INGRESS_RULE_TYPE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
-EGRESS_RULE_TYPE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
-LEGACY_RULE_TYPE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+INGRESS_RULE_TYPE = constants.INGRESS_RULE_TYPE
+EGRESS_RULE_TYPE = constants.EGRESS_RULE_TYPE
+LEGACY_RULE_TYPE = constants.LEGACY_RULE_TYPE
 ALL_PROTOCOLS = ("-1", "all")
 OPEN_CIDRS = ("0.0.0.0/0", "::/0")
 

@@ -7,6 +7,7 @@ from typing import Annotated, Iterable, Literal, Optional, Sequence
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
+from gpu_fabric import constants
 from gpu_fabric import syntax
 from gpu_fabric.quantity import QuantityError, amount
 from gpu_fabric.spec.aws import MAX_NODES, AwsNodeGroupSpec, TaintSpec
@@ -16,10 +17,10 @@ from gpu_fabric.taints import normalize_effect
 from gpu_fabric.topology import KubeletTopology
 from gpu_fabric.transfer import MANUFACTURERS, manufacturer_of
 
-EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-OS_LABEL = "kubernetes.io/os"
-ARCH_LABEL = "kubernetes.io/arch"
+EFA_PRESENT_LABEL = constants.EFA_PRESENT_LABEL
+INSTANCE_TYPE_LABEL = constants.INSTANCE_TYPE_LABEL
+OS_LABEL = constants.OS_LABEL
+ARCH_LABEL = constants.ARCH_LABEL
 # Re-exported for modules that check names (one regex each, in gpu_fabric.syntax).
 DNS_LABEL = syntax.DNS_LABEL
 DNS_SUBDOMAIN = syntax.DNS_SUBDOMAIN
