@@ -191,12 +191,6 @@ def test_offline_skips_ec2_and_unknown_types_still_fail():
         describe_with_fallback(["p9.nonexistent", "g5.xlarge"], offline=True)
 
 
-def test_default_catalog_reports_its_source():
-    default = catalog.default_catalog(offline=True)
-    assert "p5.48xlarge" in default.describe(["p5.48xlarge"])
-    assert default.last_source.name == "bundled"
-
-
 # --- bundled table and derived interface types ------------------------------------------------
 
 

@@ -438,10 +438,11 @@ _ACTIVE_CATALOG: "contextvars.ContextVar[InstanceCatalog | None]" = contextvars.
 
 
 def use_catalog(catalog: InstanceCatalog) -> None:
-    """Make ``catalog`` the one :func:`active_catalog` returns in the current context.
+    """Make ``catalog`` the one components use in the current context (:func:`explicit_catalog`).
 
     ``gpu-fabric render`` sets the bundled table here so that an offline render never calls EC2,
-    even on a machine that has AWS credentials.
+    even on a machine that has AWS credentials; otherwise components ask EC2 with the stack's own
+    settings (``gpu_fabric.resources.stack_catalog``).
     """
     _ACTIVE_CATALOG.set(catalog)
 
@@ -449,25 +450,3 @@ def use_catalog(catalog: InstanceCatalog) -> None:
 def explicit_catalog() -> InstanceCatalog | None:
     """The catalog set with :func:`use_catalog` in this context, if any."""
     return _ACTIVE_CATALOG.get()
-
-
-def active_catalog() -> InstanceCatalog:
-    """The catalog set with :func:`use_catalog`, else EC2 falling back to the bundled table."""
-    return _ACTIVE_CATALOG.get() or default_catalog()
-
-
-def default_catalog(offline: bool = False) -> InstanceCatalog:
-    """The catalog components use when none is given: EC2 falling back to the bundled table."""
-    return _FallbackCatalog(offline=offline)
-
-
-class _FallbackCatalog:
-    """:func:`describe_with_fallback` behind the :class:`InstanceCatalog` interface."""
-
-    def __init__(self, offline: bool = False) -> None:
-        self.offline = offline
-        self.last_source: CatalogSource | None = None
-
-    def describe(self, instance_types: Sequence[str]) -> dict[str, dict]:
-        items, self.last_source = describe_with_fallback(instance_types, offline=self.offline)
-        return items
