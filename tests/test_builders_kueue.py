@@ -13,7 +13,7 @@ from gpu_fabric.builders.kueue import (
     pool_quotas,
     resource_flavor,
 )
-from gpu_fabric.spec.fabric import load_config
+from gpu_fabric.configuration import load_config
 from gpu_fabric.spec.pool import PoolSpec
 from kueue_schema import require_schemas, validate_kueue_object
 from stack_configs import seed_values

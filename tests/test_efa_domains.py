@@ -9,7 +9,7 @@ from gpu_fabric.cli import main
 from gpu_fabric.efa_domains import DomainPool, derive_domains, describe_domain, domains_from_config
 from gpu_fabric.policies import efa_domain_placement
 from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.spec.fabric import load_config
+from gpu_fabric.configuration import load_config
 from gpu_fabric.transfer import analyze
 from policy_helpers import assert_metadata, assert_no_violations, assert_violation, rendered, replace_props
 from stack_configs import PROJECT_DIR, stack_values

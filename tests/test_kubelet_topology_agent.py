@@ -20,7 +20,7 @@ from gpu_fabric.host_access import host_access_findings, kubelet_access, topolog
 from gpu_fabric.policies import kubelet_host_access
 from gpu_fabric.render import render_stack
 from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.spec.fabric import load_config
+from gpu_fabric.configuration import load_config
 from gpu_fabric.topology import kubelet_config_dropin_yaml, KubeletTopology
 from policy_helpers import assert_metadata, assert_no_violations, assert_violation, k8s, rendered
 from stack_configs import PROJECT_DIR, as_args, seed_values, stack_values

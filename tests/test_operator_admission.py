@@ -411,7 +411,7 @@ def test_manufacturer_comes_from_the_instance_type_when_it_is_known():
 
 def test_configuration_binding_to_a_mixed_transport_pool_is_refused_at_its_path():
     from gpu_fabric.spec.base import ConfigError
-    from gpu_fabric.spec.fabric import load_config
+    from gpu_fabric.configuration import load_config
     from stack_configs import stack_values
 
     values = copy.deepcopy(stack_values("aws-efa"))
@@ -428,7 +428,7 @@ def test_configuration_binding_to_a_mixed_transport_pool_is_refused_at_its_path(
 
 def test_configuration_elastic_profile_reaches_the_manifest_and_its_rules():
     from gpu_fabric.spec.base import ConfigError
-    from gpu_fabric.spec.fabric import load_config
+    from gpu_fabric.configuration import load_config
     from stack_configs import seed_values
 
     values = seed_values()
@@ -568,7 +568,7 @@ def test_pool_over_a_single_tenant_backend_is_admitted_with_a_warning():
 ])
 def test_configuration_pool_and_binding_rules_at_their_paths(change, path, fragment):
     from gpu_fabric.spec.base import ConfigError
-    from gpu_fabric.spec.fabric import load_config
+    from gpu_fabric.configuration import load_config
     from stack_configs import stack_values
 
     values = copy.deepcopy(stack_values("aws-efa"))

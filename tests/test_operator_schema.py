@@ -9,7 +9,7 @@ from gpu_fabric.builders.gpustack import gpustack_manifests
 from gpu_fabric.operator_pin import API_VERSIONS, DEFAULT_API_VERSION, OPERATOR_COMMIT, SCHEMA_COMMIT
 from gpu_fabric.operator_schema import SCHEMA_FILES, validate_object, validate_objects
 from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.spec.fabric import load_config
+from gpu_fabric.configuration import load_config
 from stack_configs import PROJECT_DIR, seed_values, stack_values
 
 SHARED_SCHEMAS = PROJECT_DIR / ".." / "shared" / "schemas" / "gpustack-operator"

@@ -63,7 +63,7 @@ def test_the_documented_token_volume_is_accepted():
 
     import yaml
 
-    from gpu_fabric.spec.fabric import load_config
+    from gpu_fabric.configuration import load_config
 
     readme = (PROJECT_DIR / "README.md").read_text()
     section = readme[readme.index("### Secrets and model tokens"):]

@@ -3,7 +3,8 @@
 import pytest
 
 from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.spec.fabric import config_keys, load_config
+from gpu_fabric.spec.fabric import config_keys
+from gpu_fabric.configuration import load_config
 from stack_configs import seed_values
 
 

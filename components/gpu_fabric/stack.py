@@ -14,7 +14,8 @@ import pulumi
 from gpu_fabric.resources.fabric import GpuFabric, fabric_args
 from gpu_fabric.spec.base import ConfigError
 from gpu_fabric.spec.cluster import KubernetesTarget
-from gpu_fabric.spec.fabric import CONFIG_NAMESPACE, config_keys, load_config
+from gpu_fabric.spec.fabric import CONFIG_NAMESPACE, config_keys
+from gpu_fabric.configuration import load_config
 
 
 def _all_config_keys() -> set[str]:

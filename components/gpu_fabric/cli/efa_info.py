@@ -95,7 +95,8 @@ def stack_domain_lines(stack: str, project: str) -> tuple[list[str], list[str]]:
 
     from gpu_fabric.efa_domains import describe_domain, domains_from_config, planned_security_group
     from gpu_fabric.render import load_stack_config
-    from gpu_fabric.spec.fabric import CONFIG_NAMESPACE, load_config
+    from gpu_fabric.spec.fabric import CONFIG_NAMESPACE
+    from gpu_fabric.configuration import load_config
 
     raw = load_stack_config(Path(project), stack)
     prefix = f"{CONFIG_NAMESPACE}:"

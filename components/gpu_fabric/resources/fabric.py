@@ -28,7 +28,8 @@ from gpu_fabric.resources.model_deployment import ModelDeployment
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
 from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.spec.fabric import FabricConfig, load_config
+from gpu_fabric.spec.fabric import FabricConfig
+from gpu_fabric.configuration import load_config
 from gpu_fabric.taints import eks_effect
 
 
