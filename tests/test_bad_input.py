@@ -125,6 +125,12 @@ SYNTAX: dict[str, tuple[str, tuple[str, ...]]] = {
     "aws-label-injects": (efa(lambda c: pool(c)["aws"].update(labels={"a": "b,--max-pods=1"})), ("pools[0].aws.labels",)),
     "aws-taint-key-injects": (efa(lambda c: pool(c)["aws"].update(taints=[{"key": "x\ny", "effect": "NO_SCHEDULE"}])),
                               ("pools[0].aws.taints[0].key",)),
+    # EKS Taint.key is 1-63 characters; a Kubernetes qualified name may be longer (a 64-character name part is not).
+    "aws-taint-key-too-long-for-eks": (efa(lambda c: pool(c)["aws"].update(taints=[{"key": "example.com/" + "a" * 60,
+                                                                                    "effect": "NO_SCHEDULE"}])),
+                                       ("pools[0].aws.taints[0]",)),
+    "aws-taint-kubernetes-effect": (efa(lambda c: pool(c)["aws"].update(taints=[{"key": "a", "effect": "NoSchedule"}])),
+                                    ("pools[0].aws.taints[0]",)),
     "device-manager-namespace": (seed(lambda c: c.update({"gpu-fabric:devicePlugins": {"deviceManager": {
         "deployedBy": "stack", "namespace": "Bad_NS"}}})), ("devicePlugins.deviceManager.namespace",)),
     "efa-plugin-namespace": (efa(lambda c: c.update({"gpu-fabric:devicePlugins": {"efa": {"namespace": "../etc"}}})),

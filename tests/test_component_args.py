@@ -9,10 +9,11 @@ from gpu_fabric.resources import args as a
 from gpu_fabric.resources import fabric as f
 from gpu_fabric.spec import aws, cluster, gpustack as g, pool, topology_agent
 from gpu_fabric.spec.fabric import FabricConfig
+from gpu_fabric.taints import Taint
 from gpu_fabric.topology import KubeletTopology
 
 PAIRS = [
-    (a.TaintArgs, pool.Taint), (a.TaintArgs, aws.TaintSpec), (a.KubeletTopologyArgs, KubeletTopology),
+    (a.TaintArgs, Taint), (a.KubeletTopologyArgs, KubeletTopology),
     (a.PlacementGroupArgs, aws.PlacementGroupSpec), (a.ScalingArgs, aws.ScalingSpec),
     (a.RootVolumeArgs, aws.RootVolumeSpec), (a.AwsNodeGroupArgs, aws.AwsNodeGroupSpec), (a.PoolArgs, pool.PoolSpec),
     (a.TopologyAgentSettingsArgs, topology_agent.TopologyAgentSpec),

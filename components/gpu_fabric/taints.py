@@ -1,10 +1,22 @@
-"""Taint effects in both spellings: Kubernetes (``NoSchedule``) and the EKS node-group API (``NO_SCHEDULE``).
+"""Taints: the one model (:class:`Taint`) and their effects in both spellings, Kubernetes
+(``NoSchedule``) and the EKS node-group API (``NO_SCHEDULE``).
 
 Pools, node groups, device plugins and kubelet flags all take taints; this is the one place that
-translates between the two spellings.
+declares what a taint is and translates between the two spellings.
 """
 
 from __future__ import annotations
+
+from typing import Literal, Optional
+
+from gpu_fabric import syntax
+from gpu_fabric.spec.base import SpecModel
+
+EKS_TAINT_KEY_MAX = 63
+"""EKS ``Taint.key`` is 1-63 characters (Amazon EKS API Reference, data type ``Taint``:
+https://docs.aws.amazon.com/eks/latest/APIReference/API_Taint.html), shorter than a
+Kubernetes qualified name may be; only node-group taints are held to it (:func:`eks_taint`), as to
+the EKS effect spelling."""
 
 _KUBERNETES = {
     "NoSchedule": "NoSchedule",
@@ -30,3 +42,28 @@ def normalize_effect(effect: str) -> str:
 def eks_effect(effect: str) -> str:
     """Return the EKS node-group spelling of a taint effect given in either spelling."""
     return _EKS[normalize_effect(effect)]
+
+
+class Taint(SpecModel):
+    """A node taint; ``effect`` accepts Kubernetes (``NoSchedule``) or EKS (``NO_SCHEDULE``) spelling."""
+
+    key: syntax.TaintKey
+    value: Optional[syntax.TaintValue] = None
+    effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule", "NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]
+
+    def as_dict(self) -> dict[str, str]:
+        """The taint in Kubernetes spelling, as a plain dict (no ``value`` key when it has none)."""
+        return {"key": self.key, **({"value": self.value} if self.value is not None else {}),
+                "effect": normalize_effect(self.effect)}
+
+
+def eks_taint(taint: Taint) -> Taint:
+    """Refuse a taint the EKS node-group API would refuse: a key longer than it accepts, or an effect
+    in Kubernetes spelling (node-group taints are written as EKS takes them, ``NO_SCHEDULE``)."""
+    if len(taint.key) > EKS_TAINT_KEY_MAX:
+        raise ValueError(f"taint key {taint.key!r} is {len(taint.key)} characters; an EKS node group accepts at most "
+                         f"{EKS_TAINT_KEY_MAX}")
+    if taint.effect not in _EKS.values():
+        raise ValueError(f"taint effect {taint.effect!r}: an EKS node group takes {', '.join(sorted(_EKS.values()))} "
+                         f"(here {eks_effect(taint.effect)})")
+    return taint

@@ -9,14 +9,15 @@ reservation or a Capacity Block (eksctl#7949, terraform-aws-eks#3661), and no
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from gpu_fabric import syntax
 from gpu_fabric.aws.rules import ONE_SUBNET_REASON, cluster_tag_problem
 from gpu_fabric.constants import CLUSTER_TAG_PREFIX  # noqa: F401  (re-exported for existing importers)
 from gpu_fabric.spec.base import SpecModel
+from gpu_fabric.taints import Taint, eks_taint
 
 # EFA-capable EKS AMIs (EKS docs; research rule 18): AL2023 NVIDIA carries the EFA software, and
 # Bottlerocket >= 1.28 supports EFA in its NVIDIA and standard variants (CPU pools such as Mooncake members).
@@ -25,7 +26,6 @@ AmiType = Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_
 CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
 PlacementMode = Literal["create", "existing", "none", "domain"]
 EfaLayout = Literal["recommended", "legacy"]
-TaintEffect = Literal["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]
 
 MAX_NODES = 5000
 """Kubernetes' documented scalability limit, 5,000 nodes per cluster (kubernetes.io, "Considerations for
@@ -86,14 +86,6 @@ class RootVolumeSpec(SpecModel):
     """KMS key for the volume; the account's default EBS key when absent."""
 
 
-class TaintSpec(SpecModel):
-    """A Kubernetes taint in EKS node-group spelling."""
-
-    key: syntax.TaintKey = Field(max_length=63)
-    value: syntax.TaintValue | None = None
-    effect: TaintEffect
-
-
 class AwsNodeGroupSpec(SpecModel):
     """An EFA-enabled EKS managed node group in one AZ and one subnet of an existing cluster."""
 
@@ -123,7 +115,8 @@ class AwsNodeGroupSpec(SpecModel):
     """Extra security groups attached to every interface (for example the cluster security group)."""
     root_volume: RootVolumeSpec = Field(default_factory=RootVolumeSpec)
     labels: syntax.EksLabels = Field(default_factory=dict)
-    taints: list[TaintSpec] = Field(default_factory=list, max_length=50)
+    taints: list[Annotated[Taint, AfterValidator(eks_taint)]] = Field(default_factory=list, max_length=50)
+    """Taints of the group's nodes, in EKS spelling (``NO_SCHEDULE``), as the node-group API takes them."""
     tags: syntax.AwsTags = Field(default_factory=dict, max_length=40)
     release_version: syntax.PlainText | None = Field(default=None, max_length=64)
     kubernetes_version: syntax.KubernetesVersion | None = None

@@ -10,10 +10,10 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 from gpu_fabric import constants
 from gpu_fabric import syntax
 from gpu_fabric.quantity import QuantityError, amount
-from gpu_fabric.spec.aws import MAX_NODES, AwsNodeGroupSpec, TaintSpec
+from gpu_fabric.spec.aws import MAX_NODES, AwsNodeGroupSpec
 from gpu_fabric.spec.base import SpecModel
 from gpu_fabric.spec.topology_agent import TopologyAgentSpec, topology_agent_input
-from gpu_fabric.taints import normalize_effect
+from gpu_fabric.taints import Taint  # noqa: F401  (re-exported: pools and node groups share the one model)
 from gpu_fabric.topology import KubeletTopology
 from gpu_fabric.transfer import MANUFACTURERS, manufacturer_of
 
@@ -73,14 +73,6 @@ def check_object_name(value: str, what: str = "name") -> str:
 def check_namespace(value: str) -> str:
     """Refuse a namespace Kubernetes would refuse (DNS-1123 label, at most 63 characters)."""
     return syntax.dns_label(value, "namespace")
-
-
-class Taint(SpecModel):
-    """A node taint; ``effect`` accepts Kubernetes (``NoSchedule``) or EKS (``NO_SCHEDULE``) spelling."""
-
-    key: syntax.TaintKey
-    value: Optional[syntax.TaintValue] = None
-    effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule", "NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]
 
 
 class PoolSpec(SpecModel):
@@ -187,8 +179,7 @@ class PoolSpec(SpecModel):
 
     def taint_dicts(self) -> list[dict[str, str]]:
         """The pool's taints (and its node group's), Kubernetes spelling, as plain dicts."""
-        declared: list[Taint | TaintSpec] = [*self.taints, *(self.aws.taints if self.aws is not None else [])]
-        taints = [{"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": normalize_effect(t.effect)}
-                  for t in declared]
+        declared = [*self.taints, *(self.aws.taints if self.aws is not None else [])]
+        taints = [taint.as_dict() for taint in declared]
         unique = {(t["key"], t.get("value", ""), t["effect"]): t for t in taints}
         return [unique[key] for key in sorted(unique)]
