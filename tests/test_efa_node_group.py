@@ -322,4 +322,3 @@ def test_plan_node_group_names_disagreeing_types() -> None:
     with pytest.raises(NodeGroupInputError) as caught:
         plan_node_group(spec, FakeCatalog().describe(spec.instance_types))
     assert "p5.48xlarge" in str(caught.value) and "p6-b300.48xlarge" in str(caught.value)
-

@@ -13,7 +13,7 @@ from gpu_fabric.quantity import QuantityError, amount
 from gpu_fabric.spec.aws import MAX_NODES, AwsNodeGroupSpec
 from gpu_fabric.spec.base import SpecModel
 from gpu_fabric.spec.topology_agent import TopologyAgentSpec, topology_agent_input
-from gpu_fabric.taints import Taint  # noqa: F401  (re-exported: pools and node groups share the one model)
+from gpu_fabric.taints import Taint
 from gpu_fabric.topology import KubeletTopology
 from gpu_fabric.transfer import MANUFACTURERS, manufacturer_of
 
