@@ -129,6 +129,10 @@ SYNTAX: dict[str, tuple[str, tuple[str, ...]]] = {
     "aws-taint-key-too-long-for-eks": (efa(lambda c: pool(c)["aws"].update(taints=[{"key": "example.com/" + "a" * 60,
                                                                                     "effect": "NO_SCHEDULE"}])),
                                        ("pools[0].aws.taints[0]",)),
+    # A pool's own taints reach its EKS node group too, so they are held to EKS's key length at render.
+    "pool-taint-key-too-long-for-eks": (efa(lambda c: pool(c)["taints"].append({"key": "example.com/" + "a" * 60,
+                                                                                 "effect": "NoSchedule"})),
+                                        ("pools[0]", "taints[1]: taint key", "at most 63")),
     "aws-taint-kubernetes-effect": (efa(lambda c: pool(c)["aws"].update(taints=[{"key": "a", "effect": "NoSchedule"}])),
                                     ("pools[0].aws.taints[0]",)),
     "device-manager-namespace": (seed(lambda c: c.update({"gpu-fabric:devicePlugins": {"deviceManager": {

@@ -117,15 +117,12 @@ def _reference_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
         if cache_pool.backends[0] not in backends:
             yield f"kvCachePools[{i}].backends[0]", f"names no KVCacheBackend of this stack ({_listing(backends)})"
     cache_pools = {pool.name for pool in config.kv_cache_pools}
-    cache_pools = {pool.name for pool in config.kv_cache_pools}
     for i, binding in enumerate(config.kv_cache_pool_bindings):
         # The operator's binding webhook reads the pool (validateKVCachePoolBindingCeilingFitsPool): NotFound refuses it.
         if binding.pool_ref.name not in cache_pools:
             yield f"kvCachePoolBindings[{i}].poolRef.name", f"names no KVCachePool of this stack ({_listing(cache_pools)})"
         if binding.namespace not in tenants:
             yield f"kvCachePoolBindings[{i}].namespace", f"{binding.namespace!r} is not one of namespaces ({_listing(tenants)})"
-        if binding.pool_ref.name not in cache_pools:
-            yield f"kvCachePoolBindings[{i}].poolRef.name", f"names no KVCachePool of this stack ({_listing(cache_pools)})"
     bindings = {(binding.namespace, binding.name) for binding in config.kv_cache_pool_bindings}
 
     for i, deployment in enumerate(config.model_deployments):

@@ -57,12 +57,18 @@ class Taint(SpecModel):
                 "effect": normalize_effect(self.effect)}
 
 
+def check_eks_taint_key(key: str) -> None:
+    """Refuse a taint key longer than an EKS node group accepts (a node group carries every taint of
+    its pool, so a pool's own taints are held to this too)."""
+    if len(key) > EKS_TAINT_KEY_MAX:
+        raise ValueError(f"taint key {key!r} is {len(key)} characters; an EKS node group accepts at most "
+                         f"{EKS_TAINT_KEY_MAX}")
+
+
 def eks_taint(taint: Taint) -> Taint:
     """Refuse a taint the EKS node-group API would refuse: a key longer than it accepts, or an effect
     in Kubernetes spelling (node-group taints are written as EKS takes them, ``NO_SCHEDULE``)."""
-    if len(taint.key) > EKS_TAINT_KEY_MAX:
-        raise ValueError(f"taint key {taint.key!r} is {len(taint.key)} characters; an EKS node group accepts at most "
-                         f"{EKS_TAINT_KEY_MAX}")
+    check_eks_taint_key(taint.key)
     if taint.effect not in _EKS.values():
         raise ValueError(f"taint effect {taint.effect!r}: an EKS node group takes {', '.join(sorted(_EKS.values()))} "
                          f"(here {eks_effect(taint.effect)})")

@@ -32,7 +32,8 @@ class TaintArgs(TypedDict, total=False):
     value: str
     """Taint value; absent means the derived toleration uses ``Exists``."""
     effect: Required[str]
-    """``NoSchedule``, ``NoExecute`` or ``PreferNoSchedule`` (EKS's ``NO_SCHEDULE`` spelling is accepted)."""
+    """``NoSchedule``, ``NoExecute`` or ``PreferNoSchedule``. A pool's taints take either this or EKS's
+    ``NO_SCHEDULE`` spelling; ``EfaNodeGroup``'s own taints take only EKS's spelling, as EKS does."""
 
 
 class KubeletTopologyArgs(TypedDict, total=False):

@@ -13,7 +13,7 @@ from gpu_fabric.quantity import QuantityError, amount
 from gpu_fabric.spec.aws import MAX_NODES, AwsNodeGroupSpec
 from gpu_fabric.spec.base import SpecModel
 from gpu_fabric.spec.topology_agent import TopologyAgentSpec, topology_agent_input
-from gpu_fabric.taints import Taint
+from gpu_fabric.taints import Taint, check_eks_taint_key
 from gpu_fabric.topology import KubeletTopology
 from gpu_fabric.transfer import MANUFACTURERS, manufacturer_of
 
@@ -149,6 +149,13 @@ class PoolSpec(SpecModel):
             raise ValueError("partitionedInterfacesPerNode applies to rdma pools only")
         if self.aws is not None and self.fabric != "efa":
             raise ValueError(f"an aws node group provides EFA nodes; the pool's fabric is {self.fabric}")
+        if self.aws is not None:
+            # GpuFabric hands the pool's taints to its EKS node group, which refuses what EKS refuses.
+            for j, taint in enumerate(self.taints):
+                try:
+                    check_eks_taint_key(taint.key)
+                except ValueError as error:
+                    raise ValueError(f"taints[{j}]: {error}") from None
         if self.accelerators_per_node and self.resolved_accelerator_resource is None:
             raise ValueError("acceleratorResource is required when the manufacturer has no default resource name")
         return self
