@@ -66,7 +66,7 @@ def make_repo(folder: Path, scale: int) -> Path:
 def measure(kind: str, repo: Path) -> dict:
     """One measurement in this process."""
     if kind == "render":
-        from gpu_fabric.render import render_stack
+        from gpu_fabric.program.render import render_stack
 
         started = time.perf_counter()
         result = render_stack(STACK, repo)

@@ -53,7 +53,7 @@ def fleet(scale: int) -> dict:
 
 def measure(scale: int) -> dict:
     """Render the fleet once in this process; return its figures."""
-    from gpu_fabric.render import render_stack
+    from gpu_fabric.program.render import render_stack
 
     config = fleet(scale)
     started = time.perf_counter()

@@ -71,7 +71,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from gpu_fabric.cli import main as gpu_fabric
-    from gpu_fabric.render import render_stack
+    from gpu_fabric.program.render import render_stack
 
     stack = fleet_stack(args.nodes_per_pool)
     manifests = render_stack("verify-fleet", PROJECT_DIR, config=stack).kubernetes_objects()

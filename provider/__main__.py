@@ -10,7 +10,7 @@ are required.
 from pulumi.provider.experimental import component_provider_host
 
 import gpu_fabric
-from gpu_fabric.provider import COMPONENTS, PACKAGE_NAME
+from gpu_fabric.program.provider import COMPONENTS, PACKAGE_NAME
 
 if __name__ == "__main__":
     component_provider_host(COMPONENTS, name=PACKAGE_NAME, version=gpu_fabric.__version__)

@@ -5,6 +5,6 @@ runs it under Pulumi's mock runtime with the same file. The whole configuration 
 before any resource is registered.
 """
 
-from gpu_fabric.stack import build_stack
+from gpu_fabric.program.stack import build_stack
 
 build_stack()

@@ -88,7 +88,7 @@ def assert_metadata(policy: Policy, enforcement: EnforcementLevel = EnforcementL
 
 def rendered(stack: str, project_dir: Path = PROJECT_DIR, config: Optional[dict] = None) -> list[Resource]:
     """A stack rendered offline, as plain resources."""
-    from gpu_fabric.render import render_stack
+    from gpu_fabric.program.render import render_stack
 
     result = render_stack(stack, project_dir, config=config)
     return [Resource(r.type, r.name, r.urn, r.inputs, r.parent, r.dependencies) for r in result.resources]

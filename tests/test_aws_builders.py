@@ -22,9 +22,9 @@ from gpu_fabric.aws.node_group import (
     node_group_inputs,
     placement_group_inputs,
 )
-from gpu_fabric.efa import ADDRESS_KEYS, PlannedInterface, validate_plan
-from gpu_fabric.spec.aws import AwsNodeGroupSpec, RootVolumeSpec
-from gpu_fabric.spec.base import ConfigError
+from gpu_fabric.aws.efa import ADDRESS_KEYS, PlannedInterface, validate_plan
+from gpu_fabric.config.node_group import AwsNodeGroupSpec, RootVolumeSpec
+from gpu_fabric.config.base import ConfigError
 
 # p5.48xlarge, recommended layout, written out by hand: primary ENA, efa-only at 0/1, efa-only on
 # device 0 of cards 1..31.

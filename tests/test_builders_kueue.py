@@ -5,7 +5,7 @@ import copy
 import jsonschema
 import pytest
 
-from gpu_fabric.builders.kueue import (
+from gpu_fabric.kube.kueue import (
     cluster_queue,
     kueue_manifests,
     local_queue,
@@ -13,8 +13,8 @@ from gpu_fabric.builders.kueue import (
     pool_quotas,
     resource_flavor,
 )
-from gpu_fabric.configuration import load_config
-from gpu_fabric.spec.pool import PoolSpec
+from gpu_fabric.validation.configuration import load_config
+from gpu_fabric.config.pool import PoolSpec
 from kueue_schema import require_schemas, validate_kueue_object
 from stack_configs import seed_values
 

@@ -1,4 +1,4 @@
-"""gpu_fabric.catalog against moto's EC2 server over HTTP, the bundled table, and the generator."""
+"""gpu_fabric.aws.catalog against moto's EC2 server over HTTP, the bundled table, and the generator."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpu_fabric import catalog
-from gpu_fabric.catalog import (
+from gpu_fabric.aws import catalog
+from gpu_fabric.aws.catalog import (
     BundledInstanceCatalog,
     Ec2InstanceCatalog,
     InstanceFacts,

@@ -157,7 +157,7 @@ def test_detailed_exitcode_reports_changes(repo, capsys, edit_stack):
 
 
 def test_render_urns_are_the_engines_and_components_declare_object_identity(base):
-    from gpu_fabric.diff.urn import engine_urn, parse_urn
+    from gpu_fabric.program.urn import engine_urn, parse_urn
 
     by_urn = {r.urn: r for r in base.resources}
     for resource in base.resources:

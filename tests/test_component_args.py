@@ -7,10 +7,12 @@ import pytest
 
 from gpu_fabric.resources import args as a
 from gpu_fabric.resources import fabric as f
-from gpu_fabric.spec import aws, cluster, gpustack as g, pool, topology_agent
-from gpu_fabric.spec.fabric import FabricConfig
-from gpu_fabric.taints import Taint
-from gpu_fabric.topology import KubeletTopology
+from gpu_fabric.config import cluster, pool, topology_agent
+from gpu_fabric.config import node_group as aws
+from gpu_fabric.config import serving as g
+from gpu_fabric.config.fabric import FabricConfig
+from gpu_fabric.config.taints import Taint
+from gpu_fabric.config.topology import KubeletTopology
 
 PAIRS = [
     (a.TaintArgs, Taint), (a.KubeletTopologyArgs, KubeletTopology),

@@ -2,11 +2,11 @@
 
 import pytest
 
-from gpu_fabric.render import render_stack
+from gpu_fabric.program.render import render_stack
 from gpu_fabric.resources.fabric import GpuFabric
 from gpu_fabric.resources.kueue_pool import KueuePool
 from gpu_fabric.resources.model_deployment import ModelDeployment
-from gpu_fabric.spec.base import ConfigError
+from gpu_fabric.config.base import ConfigError
 from stack_configs import as_args, seed_values
 
 SEED_POOL = seed_values()["pools"][0]

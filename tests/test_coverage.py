@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_fabric.builders.device_plugins import efa_device_plugin_daemonset, gpustack_device_manager_daemonsets
-from gpu_fabric.coverage import (
+from gpu_fabric.kube.device_plugins import efa_device_plugin_daemonset, gpustack_device_manager_daemonsets
+from gpu_fabric.kube.coverage import (
     CoverageGap,
     PoolPlacement,
     advertised_resources,

@@ -2,12 +2,12 @@
 
 import pytest
 
-from gpu_fabric.builders.device_plugins import gpustack_device_manager_daemonsets
-from gpu_fabric.device_manager_access import CLUSTER_RULES, NAMESPACED_RULES, rules_excess, rules_missing
+from gpu_fabric.kube.device_plugins import gpustack_device_manager_daemonsets
+from gpu_fabric.gpustack.device_manager_access import CLUSTER_RULES, NAMESPACED_RULES, rules_excess, rules_missing
 from gpu_fabric.policies import ALL_POLICIES
 from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.security import kubelet_host_access
-from gpu_fabric.render import render_stack
+from gpu_fabric.program.render import render_stack
 from gpu_fabric.resources.fabric import GpuFabric
 from policy_helpers import Resource, assert_no_violations, assert_violation, of_type, replace_props, run
 from stack_configs import as_args, seed_values

@@ -6,7 +6,7 @@ import pulumi
 import pytest
 from pulumi.runtime.mocks import MockMonitor
 
-from gpu_fabric.builders.device_plugins import efa_device_plugin_daemonset, gpustack_device_manager_daemonsets
+from gpu_fabric.kube.device_plugins import efa_device_plugin_daemonset, gpustack_device_manager_daemonsets
 from gpu_fabric.resources.device_plugins import EfaDevicePlugin, GpuStackDeviceManager
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}

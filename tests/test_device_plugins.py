@@ -7,12 +7,12 @@ import copy
 import kubernetes_validate
 import pytest
 
-from gpu_fabric.builders.device_plugins import (
+from gpu_fabric.kube.device_plugins import (
     efa_device_plugin_daemonset,
     gpustack_device_manager_daemonsets,
     tolerations_for_taints,
 )
-from gpu_fabric.coverage import ADVERTISES_ANNOTATION, PCI_VENDOR_IDS, advertised_resources
+from gpu_fabric.kube.coverage import ADVERTISES_ANNOTATION, PCI_VENDOR_IDS, advertised_resources
 
 KUBERNETES_VERSIONS = ("1.33", "1.37")
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}

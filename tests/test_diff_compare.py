@@ -6,8 +6,8 @@ import json
 from gpu_fabric.diff.compare import compare, path_changes, unwrap_secrets
 from gpu_fabric.diff.digest import SECRET, UNKNOWN
 from gpu_fabric.diff.replace_rules import INGRESS_RULE, LAUNCH_TEMPLATE, NODE_GROUP, SECURITY_GROUP
-from gpu_fabric.diff.urn import engine_urn
-from gpu_fabric.render import RenderedResource
+from gpu_fabric.program.urn import engine_urn
+from gpu_fabric.program.render import RenderedResource
 
 SECRET_WIRE = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
 COMPONENT = engine_urn("dev", "p", "gpu-fabric:index:EfaNodeGroup", "g")
@@ -142,7 +142,7 @@ def test_following_the_alias_hint_turns_delete_plus_create_into_the_same_resourc
     import pulumi
     import pulumi_kubernetes as k8s
 
-    from gpu_fabric.render import render_stack
+    from gpu_fabric.program.render import render_stack
 
     class Box(pulumi.ComponentResource):
         def __init__(self, name, kind, opts=None):
@@ -173,7 +173,7 @@ def test_following_the_alias_hint_turns_delete_plus_create_into_the_same_resourc
 def test_alias_specs_resolve_to_engine_urns():
     import pulumi
 
-    from gpu_fabric.render import render_stack
+    from gpu_fabric.program.render import render_stack
 
     def run():
         parent = pulumi.ComponentResource("test:index:Box", "box")

@@ -16,7 +16,7 @@ from gpu_fabric.diff.replace_rules import (
     rolls_nodes,
     source_kind_switched,
 )
-from gpu_fabric.diff.urn import engine_urn, parse_urn
+from gpu_fabric.program.urn import engine_urn, parse_urn
 
 
 @pytest.mark.parametrize("type_, path, replaces", [

@@ -1,4 +1,4 @@
-"""gpu_fabric.efa: the interface planner and the plan validator."""
+"""gpu_fabric.aws.efa: the interface planner and the plan validator."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_fabric.catalog import BundledInstanceCatalog, card_interface_types
-from gpu_fabric.efa import EfaPlanError, PlannedInterface, plan_group, plan_interfaces, validate_plan
+from gpu_fabric.aws.catalog import BundledInstanceCatalog, card_interface_types
+from gpu_fabric.aws.efa import EfaPlanError, PlannedInterface, plan_group, plan_interfaces, validate_plan
 
 BUNDLED = BundledInstanceCatalog()
 BUNDLED_ITEMS = BUNDLED.describe(BUNDLED.names())

@@ -6,11 +6,11 @@ import shutil
 import pytest
 
 from gpu_fabric.cli import main
-from gpu_fabric.efa_domains import DomainPool, derive_domains, describe_domain, domains_from_config
+from gpu_fabric.plan.efa_domains import DomainPool, derive_domains, describe_domain, domains_from_config
 from gpu_fabric.policies import efa_domain_placement
-from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.configuration import load_config
-from gpu_fabric.transfer import analyze
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.validation.configuration import load_config
+from gpu_fabric.gpustack.transfer import analyze
 from policy_helpers import assert_metadata, assert_no_violations, assert_violation, rendered, replace_props
 from stack_configs import PROJECT_DIR, stack_values
 
@@ -230,8 +230,8 @@ def test_check_and_render_print_each_domain_as_a_path(tmp_path, capsys):
 
 def test_a_type_that_cannot_join_a_cluster_placement_group_is_refused_unless_placement_is_none():
     from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
-    from gpu_fabric.catalog import BundledInstanceCatalog
-    from gpu_fabric.spec.aws import AwsNodeGroupSpec
+    from gpu_fabric.aws.catalog import BundledInstanceCatalog
+    from gpu_fabric.config.node_group import AwsNodeGroupSpec
 
     aws = {**aws_efa()["pools"][1]["aws"], "instanceTypes": ["vt1.24xlarge"]}
     infos = BundledInstanceCatalog().describe(["vt1.24xlarge"])
@@ -254,7 +254,7 @@ def test_a_domain_placement_group_conflicts_with_a_capacity_reservation():
 
 
 def test_efa_domain_component_registers_one_untagged_self_referencing_group_and_an_optional_placement_group():
-    from gpu_fabric.render import render_stack
+    from gpu_fabric.program.render import render_stack
     from gpu_fabric.resources.efa_domain import EfaDomain
 
     def program():
@@ -308,7 +308,7 @@ SG_TYPE = "aws:ec2/securityGroup:SecurityGroup"
 
 
 def _render(values):
-    from gpu_fabric.render import render_stack
+    from gpu_fabric.program.render import render_stack
     from gpu_fabric.resources.fabric import GpuFabric, fabric_args
 
     config = load_config(values)
@@ -357,7 +357,7 @@ def test_placement_mode_domain_shares_one_cluster_placement_group():
 
 
 def test_efa_node_group_alone_refuses_the_domain_placement_mode():
-    from gpu_fabric.render import render_stack
+    from gpu_fabric.program.render import render_stack
     from gpu_fabric.resources.efa_node_group import EfaNodeGroup
 
     aws = {k: v for k, v in load_config(aws_efa()).pools[1].aws.model_dump(exclude_none=True).items()}

@@ -15,12 +15,12 @@ from pulumi.runtime.mocks import MockMonitor
 
 from gpu_fabric.aws import snake_case
 from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
-from gpu_fabric.catalog import UnknownInstanceTypeError
-from gpu_fabric.efa import ADDRESS_KEYS
+from gpu_fabric.aws.catalog import UnknownInstanceTypeError
+from gpu_fabric.aws.efa import ADDRESS_KEYS
 from gpu_fabric.resources.efa_node_group import EfaNodeGroup
-from gpu_fabric.spec.aws import AwsNodeGroupSpec
-from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.topology import KubeletTopology
+from gpu_fabric.config.node_group import AwsNodeGroupSpec
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.topology import KubeletTopology
 
 
 def network_info(cards: int, per_card: int, efa: int | None) -> dict:

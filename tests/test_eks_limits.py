@@ -3,8 +3,8 @@
 import re
 
 from gpu_fabric.aws.node_group import instance_type_findings, node_group_resource_name
-from gpu_fabric.catalog import BundledInstanceCatalog
-from gpu_fabric.render import render_stack
+from gpu_fabric.aws.catalog import BundledInstanceCatalog
+from gpu_fabric.program.render import render_stack
 from stack_configs import stack_values
 
 EKS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")

@@ -2,10 +2,10 @@
 
 import pytest
 
-from gpu_fabric.render import render_stack
+from gpu_fabric.program.render import render_stack
 from gpu_fabric.resources.fabric import GpuFabric
-from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.configuration import load_config
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.validation.configuration import load_config
 from stack_configs import as_args, PROJECT_DIR, seed_values, stack_values
 
 

@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from gpu_fabric.builders.kubelet_topology_agent import topology_agent_for_pool
+from gpu_fabric.kube.topology_agent import topology_agent_for_pool
 from gpu_fabric.kubelet_agent import cluster
 from gpu_fabric.kubelet_agent import __main__ as entry
 from gpu_fabric.kubelet_agent import errors
 from gpu_fabric.kubelet_agent import kubelet
 from gpu_fabric.kubelet_agent import reconcile
-from gpu_fabric.topology import kubelet_config_fields, KubeletTopology
+from gpu_fabric.config.topology import KubeletTopology
+from gpu_fabric.kube.topology import kubelet_config_fields
 
 POOL = {"name": "gpustack--nvidia-a10g-linux-amd64", "labels": {"feature.gpustack.ai/rdma.capable": "true"},
         "topology": {"policy": "single-numa-node"}}

@@ -18,7 +18,8 @@ from gpu_fabric.kubelet_agent import kubelet
 from gpu_fabric.kubelet_agent import kubelet_config
 from gpu_fabric.kubelet_agent import reconcile
 from gpu_fabric.kubelet_agent import systemd
-from gpu_fabric.topology import DROPIN_PATH, KubeletTopology, kubelet_config_dropin_yaml, kubelet_config_fields
+from gpu_fabric.config.topology import KubeletTopology
+from gpu_fabric.kube.topology import DROPIN_PATH, kubelet_config_dropin_yaml, kubelet_config_fields
 
 DROPIN_NAME = os.path.basename(DROPIN_PATH)
 SEED = KubeletTopology.fabric_default()
@@ -411,7 +412,7 @@ def test_cpu_manager_state_is_read_under_the_kubelets_root_dir(tmp_path: Path) -
     assert fake.file("/var/lib/kubelet/alt/cpu_manager_state").exists()
 
 
-# -- merging, and agreeing with gpu_fabric.topology -------------------------------------------------
+# -- merging, and agreeing with gpu_fabric.kube.topology -------------------------------------------------
 
 
 @pytest.mark.parametrize("topology", [

@@ -8,20 +8,16 @@ import pytest
 import yaml
 from pulumi_policy import EnforcementLevel
 
-from gpu_fabric.builders.device_plugins import efa_device_plugin_daemonset, gpustack_device_manager_daemonsets
-from gpu_fabric.builders.kubelet_topology_agent import (
-    DIGEST_ANNOTATION,
-    agent_name,
-    agent_modules,
-    topology_agent_for_pool,
-)
-from gpu_fabric.coverage import daemonset_schedules_on
-from gpu_fabric.host_access import host_access_findings, kubelet_access, topology_agent_excess
+from gpu_fabric.kube.device_plugins import efa_device_plugin_daemonset, gpustack_device_manager_daemonsets
+from gpu_fabric.kube.topology_agent import DIGEST_ANNOTATION, agent_name, agent_modules, topology_agent_for_pool
+from gpu_fabric.kube.coverage import daemonset_schedules_on
+from gpu_fabric.kube.host_access import host_access_findings, kubelet_access, topology_agent_excess
 from gpu_fabric.policies import kubelet_host_access
-from gpu_fabric.render import render_stack
-from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.configuration import load_config
-from gpu_fabric.topology import kubelet_config_dropin_yaml, KubeletTopology
+from gpu_fabric.program.render import render_stack
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.validation.configuration import load_config
+from gpu_fabric.config.topology import KubeletTopology
+from gpu_fabric.kube.topology import kubelet_config_dropin_yaml
 from policy_helpers import assert_metadata, assert_no_violations, assert_violation, k8s, rendered
 from stack_configs import PROJECT_DIR, as_args, seed_values, stack_values
 

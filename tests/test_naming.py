@@ -4,7 +4,7 @@ import re
 
 from hypothesis import given, strategies as st
 
-from gpu_fabric.naming import fnv1a_64, local_queue_name
+from gpu_fabric.gpustack.naming import fnv1a_64, local_queue_name
 
 
 def test_seed_pool_vector():

@@ -1,6 +1,6 @@
 """The operator's own Go test tables, ported: each case names the Go test (and file) it comes from.
 
-Files are in github.com/gpustack/gpustack-operator (commits in gpu_fabric.operator_pin). Cases that need
+Files are in github.com/gpustack/gpustack-operator (commits in gpu_fabric.gpustack.operator_pin). Cases that need
 cluster state the offline analysis does not have (update-time identity, InstanceType reads for an
 elastic head) are left out; each such omission is listed beside the table it belongs to.
 """
@@ -9,8 +9,8 @@ import copy
 
 import pytest
 
-from gpu_fabric.admission import ELASTIC_WIDTH_MAX, ELASTIC_WIDTH_MIN, elastic_findings
-from gpu_fabric.transfer import (
+from gpu_fabric.gpustack.admission import ELASTIC_WIDTH_MAX, ELASTIC_WIDTH_MIN, elastic_findings
+from gpu_fabric.gpustack.transfer import (
     EFA_KEY,
     MSG_NO_FABRIC_LEG,
     RDMA_EXCLUSIVE_KEY,
@@ -415,8 +415,8 @@ def test_manufacturer_comes_from_the_instance_type_when_it_is_known():
 
 
 def test_configuration_binding_to_a_mixed_transport_pool_is_refused_at_its_path():
-    from gpu_fabric.spec.base import ConfigError
-    from gpu_fabric.configuration import load_config
+    from gpu_fabric.config.base import ConfigError
+    from gpu_fabric.validation.configuration import load_config
     from stack_configs import stack_values
 
     values = copy.deepcopy(stack_values("aws-efa"))
@@ -432,8 +432,8 @@ def test_configuration_binding_to_a_mixed_transport_pool_is_refused_at_its_path(
 
 
 def test_configuration_elastic_profile_reaches_the_manifest_and_its_rules():
-    from gpu_fabric.spec.base import ConfigError
-    from gpu_fabric.configuration import load_config
+    from gpu_fabric.config.base import ConfigError
+    from gpu_fabric.validation.configuration import load_config
     from stack_configs import seed_values
 
     values = seed_values()
@@ -563,8 +563,8 @@ def test_pool_over_a_single_tenant_backend_is_admitted_with_a_warning():
      "must be lowercase"),
 ])
 def test_configuration_pool_and_binding_rules_at_their_paths(change, path, fragment):
-    from gpu_fabric.spec.base import ConfigError
-    from gpu_fabric.configuration import load_config
+    from gpu_fabric.config.base import ConfigError
+    from gpu_fabric.validation.configuration import load_config
     from stack_configs import stack_values
 
     values = copy.deepcopy(stack_values("aws-efa"))

@@ -5,11 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from gpu_fabric.builders.gpustack import gpustack_manifests
-from gpu_fabric.operator_pin import API_VERSIONS, DEFAULT_API_VERSION, OPERATOR_COMMIT, SCHEMA_COMMIT
-from gpu_fabric.operator_schema import SCHEMA_FILES, validate_object, validate_objects
-from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.configuration import load_config
+from gpu_fabric.gpustack.objects import gpustack_manifests
+from gpu_fabric.config.constants import API_VERSIONS, DEFAULT_API_VERSION
+from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
+from gpu_fabric.gpustack.schema import SCHEMA_FILES, validate_object, validate_objects
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.validation.configuration import load_config
 from stack_configs import PROJECT_DIR, seed_values, stack_values
 
 SHARED_SCHEMAS = PROJECT_DIR / ".." / "shared" / "schemas" / "gpustack-operator"
@@ -246,8 +247,13 @@ def test_both_api_versions_are_selectable():
 
 def test_every_field_the_configuration_model_writes_is_a_field_of_the_operators_schema():
     """A maximal object of each kind, every optional field set, renders with nothing the API server would prune."""
-    from gpu_fabric.builders.gpustack import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding, model_deployment
-    from gpu_fabric.spec.gpustack import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec, ModelDeploymentSpec
+    from gpu_fabric.gpustack.objects import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding, model_deployment
+    from gpu_fabric.config.serving import (
+        KVCacheBackendSpec,
+        KVCachePoolBindingSpec,
+        KVCachePoolSpec,
+        ModelDeploymentSpec,
+    )
 
     member = {"nodeSelector": {"kvcache": "true"}, "medium": "DRAM", "capacityPerMember": "1Gi", "localBufferSize": "1Gi",
               "extraArgs": ["k=v"], "extraEnv": [{"name": "A", "value": "b"}], "image": "mc:1", "transport": {"protocol": "RDMA"},

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pulumi_policy import EnforcementLevel
 
-from gpu_fabric.builders.device_plugins import efa_device_plugin_daemonset, gpustack_device_manager_daemonsets
-from gpu_fabric.builders.kueue import cluster_queue, local_queue
-from gpu_fabric.naming import local_queue_name
+from gpu_fabric.kube.device_plugins import efa_device_plugin_daemonset, gpustack_device_manager_daemonsets
+from gpu_fabric.kube.kueue import cluster_queue, local_queue
+from gpu_fabric.gpustack.naming import local_queue_name
 from gpu_fabric.policies import (
     device_plugin_coverage,
     fabric_pool_topology,
@@ -18,7 +18,7 @@ from gpu_fabric.policies import (
     model_deployment_unprivileged_roles,
     mooncake_members_unprivileged,
 )
-from gpu_fabric.spec.pool import PoolSpec
+from gpu_fabric.config.pool import PoolSpec
 
 from policy_helpers import (
     assert_metadata,

@@ -19,11 +19,11 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from gpu_fabric.aws.node_group import launch_template_inputs
-from gpu_fabric.builders.gpustack import model_deployment
-from gpu_fabric.catalog import BundledInstanceCatalog
-from gpu_fabric.efa import PlannedInterface, plan_interfaces
-from gpu_fabric.spec.gpustack import ModelDeploymentSpec
-from gpu_fabric.transfer import MSG_NO_FABRIC_LEG
+from gpu_fabric.gpustack.objects import model_deployment
+from gpu_fabric.aws.catalog import BundledInstanceCatalog
+from gpu_fabric.aws.efa import PlannedInterface, plan_interfaces
+from gpu_fabric.config.serving import ModelDeploymentSpec
+from gpu_fabric.gpustack.transfer import MSG_NO_FABRIC_LEG
 
 from policy_helpers import PROJECT_DIR, urn
 
@@ -93,7 +93,7 @@ def test_get_analyzer_info_lists_the_policies(analyzer):
 
 
 def test_seed_stack_has_no_transfer_violations(analyzer):
-    from gpu_fabric.render import render_stack
+    from gpu_fabric.program.render import render_stack
 
     result = render_stack("seed-rdma", PROJECT_DIR)
     response = analyzer.AnalyzeStack(stack_request(result.resources))
@@ -101,7 +101,7 @@ def test_seed_stack_has_no_transfer_violations(analyzer):
 
 
 def test_seed_deployment_without_router_and_kv_transfer_is_refused(analyzer):
-    from gpu_fabric.render import render_stack
+    from gpu_fabric.program.render import render_stack
 
     result = render_stack("seed-rdma", PROJECT_DIR)
     failing = seed_deployment(router=None, kvTransfer=None)

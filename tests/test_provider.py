@@ -12,9 +12,9 @@ import pulumi
 import pytest
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
-from gpu_fabric.catalog import BundledInstanceCatalog, use_catalog
-from gpu_fabric.render_mocks import OfflineMocks
-from gpu_fabric.provider import COMPONENTS, PACKAGE_NAME, component_provider, schema
+from gpu_fabric.aws.catalog import BundledInstanceCatalog, use_catalog
+from gpu_fabric.program.mocks import OfflineMocks
+from gpu_fabric.program.provider import COMPONENTS, PACKAGE_NAME, component_provider, schema
 from stack_configs import seed_values, stack_values
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent

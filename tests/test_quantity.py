@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from gpu_fabric.quantity import QuantityError, parse_quantity, whole_count
+from gpu_fabric.config.quantity import QuantityError, parse_quantity, whole_count
 
 
 @pytest.mark.parametrize("text, value", [

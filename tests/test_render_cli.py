@@ -146,7 +146,7 @@ def test_render_refuses_engine_image_with_exit_2_naming_the_config_path(tmp_path
 
 
 def test_version_names_the_pinned_operator():
-    from gpu_fabric.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
+    from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
 
     run = gpu_fabric("--version")
     assert run.returncode == 0

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from bad_input import run_cli
-from gpu_fabric.render_output import LEDGER, OutputError, safe_relative_path, write_output
+from gpu_fabric.cli.render_output import LEDGER, OutputError, safe_relative_path, write_output
 
 
 def render(out):

@@ -5,7 +5,7 @@ import json
 from pulumi.runtime import rpc
 
 from bad_input import dump, project_with, run_cli, stack_document
-from gpu_fabric.render import render_stack
+from gpu_fabric.program.render import render_stack
 from stack_configs import PROJECT_DIR, stack_values
 
 TOKEN = "hf_live_token_do_not_print"
@@ -63,7 +63,7 @@ def test_the_documented_token_volume_is_accepted():
 
     import yaml
 
-    from gpu_fabric.configuration import load_config
+    from gpu_fabric.validation.configuration import load_config
 
     readme = (PROJECT_DIR / "README.md").read_text()
     section = readme[readme.index("### Secrets and model tokens"):]

@@ -2,9 +2,9 @@
 
 import pytest
 
-from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.spec.fabric import config_keys
-from gpu_fabric.configuration import load_config
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.fabric import config_keys
+from gpu_fabric.validation.configuration import load_config
 from stack_configs import seed_values
 
 
@@ -111,7 +111,7 @@ def test_config_keys_are_camel_case():
 def test_syntax_checks_match_whole_values_as_go_does():
     # Python's '$' also matches before a final newline, Go's (Kubernetes' validation) does not: a
     # value that reaches a check unstripped must not slip a newline through.
-    from gpu_fabric import syntax
+    from gpu_fabric.config import syntax
 
     for check, value in ((syntax.dns_label, "team-a\n"), (syntax.label_value, "a\n"), (syntax.qualified_name, "k\n"),
                          (syntax.image, "vllm/vllm-openai:v0.9.0\n"), (syntax.env_var_name, "HOME\n"),

@@ -8,7 +8,7 @@ import pulumi
 import pytest
 
 import moto_server
-from gpu_fabric.catalog import _ACTIVE_CATALOG
+from gpu_fabric.aws.catalog import _ACTIVE_CATALOG
 from gpu_fabric.resources.stack_catalog import InstanceFactsError, StackInstanceCatalog, stack_catalog
 
 
@@ -96,7 +96,7 @@ def test_a_failing_call_with_credentials_present_is_an_error(logs, aws_env) -> N
 
 
 def test_a_render_catalog_is_used_as_set(logs) -> None:
-    from gpu_fabric.catalog import BundledInstanceCatalog, use_catalog
+    from gpu_fabric.aws.catalog import BundledInstanceCatalog, use_catalog
 
     bundled = BundledInstanceCatalog()
     use_catalog(bundled)

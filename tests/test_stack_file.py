@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpu_fabric.stack_file import StackFileError, near_miss, parse_yaml, read_stack_file
+from gpu_fabric.config.stack_file import StackFileError, near_miss, parse_yaml, read_stack_file
 
 
 def read(tmp_path, data):
@@ -73,7 +73,7 @@ def test_other_namespaces_are_not_near_misses(namespace):
 def test_devices_and_oversized_input_are_refused_without_reading_them_whole(tmp_path):
     import os
 
-    from gpu_fabric.stack_file import read_input
+    from gpu_fabric.config.stack_file import read_input
 
     if os.path.exists("/dev/zero"):
         with pytest.raises(ValueError, match="not a regular file"):

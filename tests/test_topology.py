@@ -20,13 +20,15 @@ from gpu_fabric.aws.user_data import (
     to_base64,
     user_data_for_ami,
 )
-from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.topology import (
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.topology import (
     BOTTLEROCKET_CPU_MANAGER_POLICY_OPTIONS,
-    DROPIN_PATH,
     INCOMPATIBLE_CPU_MANAGER_OPTIONS,
     KubeletTopology,
     TopologyRenderError,
+)
+from gpu_fabric.kube.topology import (
+    DROPIN_PATH,
     bottlerocket_settings,
     bottlerocket_toml,
     kubelet_config_dropin,

@@ -5,8 +5,9 @@ import copy
 import pytest
 from hypothesis import given, strategies as st
 
-from gpu_fabric import transfer
-from gpu_fabric.transfer import (
+from gpu_fabric.gpustack import transfer
+from gpu_fabric.config.instance_type_names import manufacturer_of
+from gpu_fabric.gpustack.transfer import (
     EFA_KEY,
     MSG_BACKEND_UNRESOLVED,
     MSG_BINDING_UNRESOLVED,
@@ -19,7 +20,6 @@ from gpu_fabric.transfer import (
     analyze,
     effective_protocol,
     fabric_resources,
-    manufacturer_of,
 )
 
 A10G = "gpustack--nvidia-a10g-linux-amd64"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fake_kube import kubelet_config, node
 from stack_configs import seed_values, stack_values
 
-from gpu_fabric.render import render_stack
-from gpu_fabric.configuration import load_config
+from gpu_fabric.program.render import render_stack
+from gpu_fabric.validation.configuration import load_config
 from gpu_fabric.verify.checks import FAIL, INCONCLUSIVE, PASS, verify
 from gpu_fabric.verify.expectations import ObjectRef, pool_expectation, stack_expectations
 from gpu_fabric.verify.snapshot import ClusterSnapshot, KubeletConfigResult

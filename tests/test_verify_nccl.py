@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from stack_configs import seed_values, stack_values
 
-from gpu_fabric.configuration import load_config
+from gpu_fabric.validation.configuration import load_config
 from gpu_fabric.verify.checks import FAIL, INCONCLUSIVE, PASS
 from gpu_fabric.verify.nccl import FabricPlan, NcclLogError, judge, judge_files, read_log
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from stack_configs import seed_values, stack_values
 
-from gpu_fabric.configuration import load_config
+from gpu_fabric.validation.configuration import load_config
 from gpu_fabric.verify.api import ClusterUnavailable
 from gpu_fabric.verify.target import ambient_kubeconfig, connect
 

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 from fake_kube import FakeCluster, kubelet_config, node
 
-from gpu_fabric.render import render_stack
+from gpu_fabric.program.render import render_stack
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 SEED_NODES = ("a10g-node-1", "a10g-node-2")

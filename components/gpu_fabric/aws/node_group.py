@@ -20,10 +20,10 @@ import hashlib
 import re
 from typing import Any, Collection, Literal, Mapping, Sequence
 
-from gpu_fabric import constants
-from gpu_fabric.efa import EfaPlanError, PlannedInterface, plan_group
-from gpu_fabric.aws.rules import cluster_tag_problem, subnet_count_problem
-from gpu_fabric.spec.aws import AwsNodeGroupSpec, RootVolumeSpec
+from gpu_fabric.config import constants
+from gpu_fabric.aws.efa import EfaPlanError, PlannedInterface, plan_group
+from gpu_fabric.config.aws_rules import cluster_tag_problem, subnet_count_problem
+from gpu_fabric.config.node_group import AwsNodeGroupSpec, RootVolumeSpec
 
 SECURITY_GROUP_TYPE = constants.SECURITY_GROUP_TYPE
 INGRESS_RULE_TYPE = constants.INGRESS_RULE_TYPE

@@ -9,7 +9,8 @@ from __future__ import annotations
 import base64
 from typing import Any, Mapping, Sequence
 
-from gpu_fabric.topology import KubeletTopology, bottlerocket_toml, nodeadm_node_config, to_yaml
+from gpu_fabric.config.topology import KubeletTopology
+from gpu_fabric.kube.topology import bottlerocket_toml, nodeadm_node_config, to_yaml
 
 MIME_BOUNDARY = "==GPU-FABRIC-BOUNDARY=="
 NODEADM_CONTENT_TYPE = "application/node.eks.aws"

@@ -28,9 +28,9 @@ EXIT_USAGE = 2
 
 
 def version_text() -> str:
-    """``gpu-fabric <version>`` and the pinned GPUStack operator (:mod:`gpu_fabric.operator_pin`)."""
+    """``gpu-fabric <version>`` and the pinned GPUStack operator (:mod:`gpu_fabric.gpustack.operator_pin`)."""
     from gpu_fabric import __version__
-    from gpu_fabric.operator_pin import describe
+    from gpu_fabric.gpustack.operator_pin import describe
 
     return f"gpu-fabric {__version__}\nmirrors {describe()}"
 

@@ -1,6 +1,6 @@
 """``gpu-fabric check [--stack NAME ...]``: the policy pack over an offline render of the stack.
 
-The stack program runs under Pulumi's mock runtime (``gpu_fabric.render``), then every policy of
+The stack program runs under Pulumi's mock runtime (``gpu_fabric.program.render``), then every policy of
 ``gpu_fabric.policies.ALL_POLICIES`` runs as the analyzer would run it: one
 ``ResourceValidationArgs`` per resource for resource policies, one ``StackValidationArgs`` with
 every resource (parents linked) for stack policies (``gpu_fabric.policies.runner``). Exit 1 on

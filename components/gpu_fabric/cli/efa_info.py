@@ -39,8 +39,8 @@ def _gpu_summary(facts: Any) -> str:
 
 
 def _print_type(item: Mapping[str, Any], out: TextIO) -> None:
-    from gpu_fabric.catalog import InstanceFacts
-    from gpu_fabric.efa import plan_interfaces
+    from gpu_fabric.aws.catalog import InstanceFacts
+    from gpu_fabric.aws.efa import plan_interfaces
 
     facts = InstanceFacts.from_item(item)
     efa_cards = [card.index for card in facts.network_cards if card.supports_efa]
@@ -93,10 +93,10 @@ def stack_domain_lines(stack: str, project: str) -> tuple[list[str], list[str]]:
     """The stack's fabric domains as paths (from its configuration alone) and the domains' instance types."""
     from pathlib import Path
 
-    from gpu_fabric.efa_domains import describe_domain, domains_from_config, planned_security_group
-    from gpu_fabric.render import load_stack_config
-    from gpu_fabric.spec.fabric import CONFIG_NAMESPACE
-    from gpu_fabric.configuration import load_config
+    from gpu_fabric.plan.efa_domains import describe_domain, domains_from_config, planned_security_group
+    from gpu_fabric.program.render import load_stack_config
+    from gpu_fabric.config.fabric import CONFIG_NAMESPACE
+    from gpu_fabric.validation.configuration import load_config
 
     raw = load_stack_config(Path(project), stack)
     prefix = f"{CONFIG_NAMESPACE}:"
@@ -113,11 +113,11 @@ def run(args: argparse.Namespace) -> int:
     """Print one table per instance type; returns the exit code."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from gpu_fabric.catalog import UnknownInstanceTypeError, describe_with_fallback
+    from gpu_fabric.aws.catalog import UnknownInstanceTypeError, describe_with_fallback
 
     if args.stack:
-        from gpu_fabric.render import StackNotFoundError
-        from gpu_fabric.spec.base import ConfigError
+        from gpu_fabric.program.render import StackNotFoundError
+        from gpu_fabric.config.base import ConfigError
 
         try:
             lines, domain_types = stack_domain_lines(args.stack, args.project)

@@ -1,7 +1,7 @@
 """``gpu-fabric lint FILE...``: the operator's schema and admission over manifests you already have.
 
 Every ``worker.gpustack.ai`` object is checked against the operator's CRD schema (both ``v1alpha1`` and
-``v1`` are accepted) and then through its admission rules (:func:`gpu_fabric.transfer.analyze`); each
+``v1`` are accepted) and then through its admission rules (:func:`gpu_fabric.gpustack.transfer.analyze`); each
 finding names the object and the file it came from.
 """
 
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-from gpu_fabric.operator_schema import is_namespaced
-from gpu_fabric.shapes import mapping_at
-from gpu_fabric.transfer import TransferReport, analyze, is_gpustack_object
+from gpu_fabric.gpustack.schema import is_namespaced
+from gpu_fabric.config.shapes import mapping_at
+from gpu_fabric.gpustack.transfer import TransferReport, analyze, is_gpustack_object
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +31,7 @@ class ManifestError(ValueError):
 
 
 def _documents(path: Path) -> list[tuple[int, Any]]:
-    from gpu_fabric.stack_file import decode_text, parse_yaml_documents, read_input
+    from gpu_fabric.config.stack_file import decode_text, parse_yaml_documents, read_input
 
     if path.is_dir():
         raise ManifestError(f"{path}: is a folder; name the files (for example {path}/*.yaml)")

@@ -30,14 +30,14 @@ def selected_stacks(args: argparse.Namespace) -> list[str]:
     """The stacks named with ``--stack``, or every ``stacks/Pulumi.*.yaml`` of the project."""
     if args.stacks:
         return list(args.stacks)
-    from gpu_fabric.render import example_stacks
+    from gpu_fabric.program.render import example_stacks
 
     return example_stacks(args.project)
 
 
 def run(args: argparse.Namespace) -> int:
     """Render, write, print the summary; exit 2 on a bad configuration."""
-    from gpu_fabric.render_output import OutputError
+    from gpu_fabric.cli.render_output import OutputError
 
     stacks = selected_stacks(args)
     if args.out and len(stacks) != 1:
@@ -62,9 +62,9 @@ def run(args: argparse.Namespace) -> int:
 
 def render_or_report(stack: str, project: Path, *, preview: bool = False):
     """Render ``stack``; on a configuration problem print it (no traceback) and return ``None``."""
-    from gpu_fabric.render import StackNotFoundError, render_stack
-    from gpu_fabric.spec.base import ConfigError
-    from gpu_fabric.stack_file import StackFileError
+    from gpu_fabric.program.render import StackNotFoundError, render_stack
+    from gpu_fabric.config.base import ConfigError
+    from gpu_fabric.config.stack_file import StackFileError
 
     try:
         return render_stack(stack, project, preview=preview)
@@ -117,10 +117,10 @@ def rendered_files(result) -> dict[str, str]:
 def write_render(result, out: Path) -> None:
     """Write the render under ``out``; the previous render's files are replaced, nobody else's touched.
 
-    Raises :class:`gpu_fabric.render_output.OutputError` (before writing anything) when a file is in
+    Raises :class:`gpu_fabric.cli.render_output.OutputError` (before writing anything) when a file is in
     the way that gpu-fabric did not write, or a name would place a file outside ``out``.
     """
-    from gpu_fabric.render_output import write_output
+    from gpu_fabric.cli.render_output import write_output
 
     write_output(out, rendered_files(result))
 

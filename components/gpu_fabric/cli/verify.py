@@ -50,9 +50,9 @@ def _refuse(message: str) -> int:
 def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dict[str, Any]]]:
     """Render and validate the stack; return (expectations, validated config, raw stack values) or ``None``."""
     from gpu_fabric.cli.render import render_or_report
-    from gpu_fabric.render import load_stack_config
-    from gpu_fabric.spec.fabric import CONFIG_NAMESPACE
-    from gpu_fabric.configuration import load_config
+    from gpu_fabric.program.render import load_stack_config
+    from gpu_fabric.config.fabric import CONFIG_NAMESPACE
+    from gpu_fabric.validation.configuration import load_config
     from gpu_fabric.verify.expectations import stack_expectations
 
     result = render_or_report(stack, project)  # the whole configuration, validated as `pulumi up` would

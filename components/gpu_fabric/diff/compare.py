@@ -34,7 +34,7 @@ SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 
 
 class PlannedResource(Protocol):
-    """What the comparison reads of a rendered resource (``gpu_fabric.render.RenderedResource``)."""
+    """What the comparison reads of a rendered resource (``gpu_fabric.program.render.RenderedResource``)."""
 
     @property
     def urn(self) -> str: ...

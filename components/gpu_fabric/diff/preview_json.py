@@ -18,7 +18,7 @@ from gpu_fabric.diff.digest import Change, Digest, Step, sort_steps
 from gpu_fabric.diff.paths import parse_path
 from gpu_fabric.diff.replace_rules import rolls_nodes
 from gpu_fabric.diff.source import DiffInputError
-from gpu_fabric.diff.urn import parse_urn
+from gpu_fabric.program.urn import parse_urn
 
 _REPLACE_OPS = {"replace", "create-replacement", "delete-replaced"}
 _QUIET_OPS = {"same", "read", "refresh"}

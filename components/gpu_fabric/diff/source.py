@@ -19,7 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Optional
 
-from gpu_fabric.render import RenderResult
+from gpu_fabric.program.render import RenderResult
 
 
 class DiffInputError(Exception):
@@ -121,8 +121,8 @@ def _render(project_dir: Path, stack: str, where: str) -> RenderResult:
     """Render, turning every failure into a one-line ``DiffInputError`` that names the stack and the end."""
     import yaml
 
-    from gpu_fabric.render import render_stack, stack_config_path
-    from gpu_fabric.spec.base import ConfigError
+    from gpu_fabric.program.render import render_stack, stack_config_path
+    from gpu_fabric.config.base import ConfigError
 
     try:
         config = stack_config_path(project_dir, stack)

@@ -22,14 +22,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from pulumi_policy import PolicyResource, StackValidationArgs
 
-from gpu_fabric import constants
-from gpu_fabric.spec.pool import (
-    ARCH_LABEL,
-    EFA_PRESENT_LABEL,
-    INSTANCE_TYPE_LABEL,
-    OS_LABEL,
-    platform_node_labels,
-)
+from gpu_fabric.config import constants
+from gpu_fabric.config.pool import ARCH_LABEL, EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, platform_node_labels
 
 KUEUE_POOL_TYPE = "gpu-fabric:index:KueuePool"
 GPU_FABRIC_TYPE = "gpu-fabric:index:GpuFabric"
@@ -310,7 +304,7 @@ def _int_or_none(value: Any) -> Optional[int]:
 
 
 def _manufacturer(pool: Mapping[str, Any]) -> Optional[str]:
-    from gpu_fabric.transfer import manufacturer_of
+    from gpu_fabric.config.instance_type_names import manufacturer_of
 
     given = known_str(pool.get("manufacturer"))
     return given or manufacturer_of(str(pool.get("name") or ""))

@@ -11,7 +11,7 @@
 * host access beyond the builder's: the host PID/IPC/network namespaces, other host paths, and
   writable mounts of what it only reads.
 
-The expected access is :mod:`gpu_fabric.device_manager_access`, the tables the component creates
+The expected access is :mod:`gpu_fabric.gpustack.device_manager_access`, the tables the component creates
 the objects from. Values unknown at preview are skipped, never guessed.
 """
 
@@ -33,7 +33,7 @@ def _kind(resource: Resource) -> str:
 
 
 def _is_device_manager(resource: Resource) -> bool:
-    from gpu_fabric.coverage import DEVICE_MANAGER_ARG_MARKER, DEVICE_MANAGER_IMAGE_MARKER
+    from gpu_fabric.kube.coverage import DEVICE_MANAGER_ARG_MARKER, DEVICE_MANAGER_IMAGE_MARKER
 
     if not resource.type.startswith("kubernetes:") or _kind(resource) != "DaemonSet":
         return False
@@ -74,8 +74,8 @@ def _role(resources: Sequence[Resource], binding: Resource) -> tuple[Optional[st
 
 def device_manager_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
     """``(urn, message)`` for every Device Manager DaemonSet, role or binding beyond least privilege."""
-    from gpu_fabric.builders.device_plugins import device_manager_host_paths
-    from gpu_fabric.device_manager_access import pod_excess, rules_excess, rules_missing
+    from gpu_fabric.kube.device_plugins import device_manager_host_paths
+    from gpu_fabric.gpustack.device_manager_access import pod_excess, rules_excess, rules_missing
 
     problems: list[tuple[str, str]] = []
     for daemonset in (r for r in resources if _is_device_manager(r)):
@@ -134,6 +134,6 @@ device_manager_least_privilege = StackValidationPolicy(
     remediation_steps=(
         "Deploy the Device Manager with gpu_fabric.resources.device_plugins.GpuStackDeviceManager (or "
         "devicePlugins.deviceManager.deployedBy: stack), which creates the ServiceAccount, ClusterRole, Role and "
-        "bindings of gpu_fabric.device_manager_access; do not bind it to cluster-admin or widen its pod spec."
+        "bindings of gpu_fabric.gpustack.device_manager_access; do not bind it to cluster-admin or widen its pod spec."
     ),
 )

@@ -2,7 +2,7 @@
 
 A plugin DaemonSet whose selector or tolerations miss the pool shows ``DESIRED=0`` and nothing
 fails loudly: pods never get ``vpc.amazonaws.com/efa`` / ``device.gpustack.ai/rdma`` and NCCL falls
-back to sockets. The decision is :mod:`gpu_fabric.coverage` (the one the components use):
+back to sockets. The decision is :mod:`gpu_fabric.kube.coverage` (the one the components use):
 
 * EFA pools need a DaemonSet advertising ``vpc.amazonaws.com/efa`` that schedules on their labels
   and taints; an EFA plugin must not schedule on pools without EFA (it crash-loops there);
@@ -60,7 +60,7 @@ def declared_device_manager_source(resources: Sequence[Resource]) -> Optional[st
 
 
 def _placement(pool: PoolFacts, problems: list[tuple[str, str]]) -> Optional[Any]:
-    from gpu_fabric.coverage import PoolPlacement
+    from gpu_fabric.kube.coverage import PoolPlacement
 
     try:
         return PoolPlacement(pool.name, pool.fabric, dict(pool.labels), tuple(pool.taints), pool.manufacturer)
@@ -71,7 +71,7 @@ def _placement(pool: PoolFacts, problems: list[tuple[str, str]]) -> Optional[Any
 
 def declared_external_efa_plugins(resources: Sequence[Resource]) -> list[dict[str, Any]]:
     """The EFA plugin a GpuFabric says is installed outside the stack (``devicePlugins.efa.providedBy``)."""
-    from gpu_fabric.fabric_plan import external_efa_plugin
+    from gpu_fabric.plan.fabric_plan import external_efa_plugin
 
     found = []
     for resource in resources:
@@ -85,7 +85,7 @@ def declared_external_efa_plugins(resources: Sequence[Resource]) -> list[dict[st
 
 def coverage_findings(resources: Sequence[Resource], config: dict) -> list[tuple[str, str]]:
     """``(urn, message)`` for every pool without a working device plugin, and every stray EFA plugin."""
-    from gpu_fabric.coverage import efa_plugins_on_pools_without_efa, uncovered_pools
+    from gpu_fabric.kube.coverage import efa_plugins_on_pools_without_efa, uncovered_pools
 
     problems: list[tuple[str, str]] = []
     pools = pool_facts(resources)

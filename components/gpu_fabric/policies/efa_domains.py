@@ -1,6 +1,6 @@
 """Policy: every EFA domain of the stack can carry its traffic (one AZ, one VPC, no P4d/P4de/DL1 mix).
 
-The domains are decided by :func:`gpu_fabric.efa_domains.derive_domains` -- the function
+The domains are decided by :func:`gpu_fabric.plan.efa_domains.derive_domains` -- the function
 ``load_config`` runs before ``GpuFabric`` registers anything -- fed here from resource inputs, so a
 stack built from the components directly (``KueuePool``, ``EfaNodeGroup``, ``KVCache``,
 ``ModelDeployment``) is refused at preview exactly as a configuration is refused by ``render``:
@@ -10,7 +10,7 @@ stack built from the components directly (``KueuePool``, ``EfaNodeGroup``, ``KVC
 * where each pool's nodes are: the pool's ``aws`` block (``GpuFabric``), else the ``EfaNodeGroup``
   component above the node group that provides them (its ``availabilityZone``/``vpcId``/``subnetId``
   inputs), else the launch template's ``placement.availabilityZone``;
-* legs from :func:`gpu_fabric.transfer.analyze` over the stack's GPUStack objects.
+* legs from :func:`gpu_fabric.gpustack.transfer.analyze` over the stack's GPUStack objects.
 
 A pool whose zone is not known at preview is not compared. Member groups on a pool of the wrong
 fabric are ``kv-cache-transport-fabric``'s concern; this policy reports the placement rules and a
@@ -23,7 +23,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.efa_domains import (
+from gpu_fabric.plan.efa_domains import (
     EC2_EFA_LIMITS,
     INSTANCE_TYPE_LABEL,
     DomainAnalysis,
@@ -50,7 +50,7 @@ from gpu_fabric.policies._props import (
     stack_resources,
 )
 from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools
-from gpu_fabric.transfer import analyze
+from gpu_fabric.gpustack.transfer import analyze
 
 EFA_NODE_GROUP_TYPE = "gpu-fabric:index:EfaNodeGroup"
 

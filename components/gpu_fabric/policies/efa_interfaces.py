@@ -1,8 +1,8 @@
 """Policy b: an EFA launch template's interfaces fit its instance type.
 
-Facts come from the bundled ``DescribeInstanceTypes`` table (:class:`gpu_fabric.catalog.BundledInstanceCatalog`):
+Facts come from the bundled ``DescribeInstanceTypes`` table (:class:`gpu_fabric.aws.catalog.BundledInstanceCatalog`):
 policies run offline and never call AWS. The interface rules themselves are
-:func:`gpu_fabric.efa.validate_plan` -- EFA count from ``EfaInfo.MaximumEfaInterfaces`` (never
+:func:`gpu_fabric.aws.efa.validate_plan` -- EFA count from ``EfaInfo.MaximumEfaInterfaces`` (never
 ``MaximumNetworkCards``), exactly one primary at card 0 / device 0 that is not ``efa-only``, no EFA
 on a card without EFA, at most one EFA per card, valid indices, no addresses on ``efa-only`` -- and
 this module adds what an EKS managed node group needs of the template: security groups on every
@@ -62,8 +62,8 @@ def security_group_findings(props: Mapping[str, Any]) -> list[str]:
 
 def interface_findings(props: Mapping[str, Any], allow_fewer: bool = False) -> tuple[list[str], str | None]:
     """``(problems, not-applicable reason)`` of the interface plan against the instance type."""
-    from gpu_fabric.catalog import BundledInstanceCatalog, UnknownInstanceTypeError
-    from gpu_fabric.efa import validate_plan
+    from gpu_fabric.aws.catalog import BundledInstanceCatalog, UnknownInstanceTypeError
+    from gpu_fabric.aws.efa import validate_plan
 
     interfaces = [as_mapping(i) for i in as_list(props.get("networkInterfaces"))]
     instance_type = known_str(props.get("instanceType"))

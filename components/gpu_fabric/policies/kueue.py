@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric import constants
+from gpu_fabric.config import constants
 from gpu_fabric.policies._props import (
     Resource,
     as_list,
@@ -28,7 +28,7 @@ from gpu_fabric.policies._props import (
     requested_resources,
     stack_resources,
 )
-from gpu_fabric.transfer import EFA_KEY, FABRIC_KEYS
+from gpu_fabric.gpustack.transfer import EFA_KEY, FABRIC_KEYS
 
 QUEUE_NAME_LABEL = constants.QUEUE_NAME_LABEL
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -161,6 +161,6 @@ kueue_fabric_keys_covered = StackValidationPolicy(
     tags=["kueue", "quota", "efa", "rdma"],
     remediation_steps=(
         "Add the fabric keys to the ClusterQueue's coveredResources with a nominalQuota of interfaces per node x "
-        "node count (gpu_fabric.builders.kueue.cluster_queue does), or use queueOwner: standalone."
+        "node count (gpu_fabric.kube.kueue.cluster_queue does), or use queueOwner: standalone."
     ),
 )

@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.aws.rules import subnet_count_problem
+from gpu_fabric.config.aws_rules import subnet_count_problem
 from gpu_fabric.policies._props import (
     EFA_PRESENT_LABEL,
     NODE_GROUP_TYPE,

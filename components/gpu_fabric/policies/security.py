@@ -9,7 +9,7 @@
   the Device Manager grants devices without it.
 * ``kubelet-host-access`` (mandatory): the one workload expected to reach into the kubelet (host PID
   namespace, kubelet configuration directories, systemd's socket) is gpu-fabric's kubelet topology
-  agent, and it stays within the access a kubelet restart needs (:mod:`gpu_fabric.host_access`).
+  agent, and it stays within the access a kubelet restart needs (:mod:`gpu_fabric.kube.host_access`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from gpu_fabric.policies._props import (
     resource_of,
     truthy,
 )
-from gpu_fabric.transfer import GPUSTACK_GROUP
+from gpu_fabric.gpustack.transfer import GPUSTACK_GROUP
 
 
 def _is_gpustack(args: ResourceValidationArgs, kind: str) -> bool:
@@ -86,7 +86,7 @@ def _validate_roles(args: ResourceValidationArgs, report_violation: Any) -> None
 
 
 def _validate_kubelet_access(args: ResourceValidationArgs, report_violation: Any) -> None:
-    from gpu_fabric.host_access import host_access_findings
+    from gpu_fabric.kube.host_access import host_access_findings
 
     resource = resource_of(args)
     if not args.resource_type.startswith("kubernetes:"):

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric import constants
+from gpu_fabric.config import constants
 from gpu_fabric.policies._props import (
     SECURITY_GROUP_TYPE,
     Resource,

@@ -4,7 +4,7 @@ Two policies, since enforcement is per policy:
 
 * ``fabric-pool-topology`` (mandatory): a fabric pool's TopologyManager policy is not ``none``, and
   its CPU manager settings are consistent (``static`` needs reserved CPUs; policy options only with
-  ``static``) -- read back through :class:`gpu_fabric.topology.KubeletTopology`, the model the node
+  ``static``) -- read back through :class:`gpu_fabric.config.topology.KubeletTopology`, the model the node
   user data is rendered from;
 * ``fabric-pool-topology-alignment`` (advisory): ``best-effort`` admits misaligned pods; use
   ``restricted`` or ``single-numa-node``;
@@ -30,7 +30,7 @@ def mandatory_findings(topology: Mapping[str, Any]) -> list[str]:
     """Problems that make a fabric pool's topology wrong (not merely weak)."""
     from pydantic import ValidationError
 
-    from gpu_fabric.topology import KubeletTopology
+    from gpu_fabric.config.topology import KubeletTopology
 
     problems = []
     if topology.get("policy") == "none":
@@ -71,8 +71,8 @@ def undelivered_topologies(resources: list[Resource]) -> list[tuple[str, str]]:
     Delivered means: the pool's nodes come from the stack's node group (``aws``: user data), the
     pool sets ``topologyAgent``, or a topology agent DaemonSet of the stack names the pool.
     """
-    from gpu_fabric.builders.kubelet_topology_agent import POOL_ANNOTATION
-    from gpu_fabric.host_access import is_topology_agent
+    from gpu_fabric.kube.topology_agent import POOL_ANNOTATION
+    from gpu_fabric.kube.host_access import is_topology_agent
 
     agents = {known_str(as_mapping(as_mapping(r.props.get("metadata")).get("annotations")).get(POOL_ANNOTATION))
               for r in resources if r.type.startswith("kubernetes:") and is_topology_agent({"kind": r.type.rsplit(":", 1)[-1], **r.props})}

@@ -1,6 +1,6 @@
 """The nested argument types the components share, as Pulumi's component analyzer reads them.
 
-Each ``TypedDict`` mirrors one configuration model of :mod:`gpu_fabric.spec` field for field, with
+Each ``TypedDict`` mirrors one configuration model of :mod:`gpu_fabric.config` field for field, with
 snake_case keys (the provider schema shows them camelCase to other languages); a test holds the two
 in step. ``pulumi.Input[...]`` marks values that may come from another resource; bare types are
 plain. Kubernetes quantities are strings (``"2"``, ``"8Gi"``). Enumerations are ``str``s whose

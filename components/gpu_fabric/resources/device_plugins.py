@@ -1,7 +1,7 @@
 """Pulumi components for the device-plugin DaemonSets (thin: build, check coverage, register).
 
-Each component builds its manifests with ``gpu_fabric.builders.device_plugins``, refuses to
-register anything when ``gpu_fabric.coverage`` finds a pool its DaemonSets would not schedule on,
+Each component builds its manifests with ``gpu_fabric.kube.device_plugins``, refuses to
+register anything when ``gpu_fabric.kube.coverage`` finds a pool its DaemonSets would not schedule on,
 and registers the manifests as typed ``kubernetes.apps.v1.DaemonSet`` resources.
 
 Manifest dicts go to pulumi-kubernetes unchanged: the SDK translates snake_case keys of input
@@ -15,9 +15,9 @@ from typing import Any, Mapping, Optional, Sequence, TypedDict
 import pulumi
 import pulumi_kubernetes as kubernetes
 
-from gpu_fabric.builders.device_plugins import device_manager_access_for, device_managers_for_pools, efa_plugin_for_pools
-from gpu_fabric.constants import MANUFACTURER_LABEL
-from gpu_fabric.coverage import CoverageGap, uncovered_pools
+from gpu_fabric.kube.device_plugins import device_manager_access_for, device_managers_for_pools, efa_plugin_for_pools
+from gpu_fabric.config.constants import MANUFACTURER_LABEL
+from gpu_fabric.kube.coverage import CoverageGap, uncovered_pools
 from gpu_fabric.resources.args import TaintArgs
 from gpu_fabric.resources.inputs import DeferredInputs, InvalidInputError
 from gpu_fabric.resources.kubernetes_objects import OBJECT_IDENTITY_REPLACE_ON_CHANGES
@@ -128,7 +128,7 @@ def _register_daemonset(
 
 
 def _register_access(name: str, manifests: Sequence[Mapping[str, Any]], parent: pulumi.Resource) -> list[pulumi.Resource]:
-    """The Device Manager's ServiceAccount, roles and bindings (gpu_fabric.device_manager_access)."""
+    """The Device Manager's ServiceAccount, roles and bindings (gpu_fabric.gpustack.device_manager_access)."""
     opts = pulumi.ResourceOptions(parent=parent, replace_on_changes=list(OBJECT_IDENTITY_REPLACE_ON_CHANGES))
     registered: list[pulumi.Resource] = []
     for manifest in manifests:
@@ -194,7 +194,7 @@ class GpuStackDeviceManager(pulumi.ComponentResource):
         super().__init__("gpu-fabric:index:GpuStackDeviceManager", name, {}, opts)
         # The pods run as ServiceAccount <release>-device-manager, bound to a ClusterRole and a Role
         # granting exactly the API access the Device Manager's code uses
-        # (gpu_fabric.device_manager_access): create them before the DaemonSets.
+        # (gpu_fabric.gpustack.device_manager_access): create them before the DaemonSets.
         access_resources = _register_access(name, [inputs.restore(manifest) for manifest in access], self)
         daemonsets = [
             _register_daemonset(f"{name}-{manifest['metadata']['labels'][MANUFACTURER_LABEL]}", inputs.restore(manifest), self,

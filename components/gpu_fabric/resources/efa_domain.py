@@ -1,6 +1,6 @@
 """``EfaDomain``: the security group that carries one EFA domain's traffic, on every node group of it.
 
-Pools joined by transfer legs (:mod:`gpu_fabric.efa_domains`) send EFA traffic to each other, so
+Pools joined by transfer legs (:mod:`gpu_fabric.plan.efa_domains`) send EFA traffic to each other, so
 their node groups need one security group that all their EFA interfaces share and that allows all
 traffic to and from itself (EC2 "Get started with EFA", step 1:
 https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html#efa-start-security). A group per

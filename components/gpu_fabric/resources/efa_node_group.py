@@ -27,15 +27,15 @@ from gpu_fabric.aws.node_group import (
     plan_node_group,
 )
 from gpu_fabric.aws.user_data import to_base64, user_data_for_ami
-from gpu_fabric.catalog import InstanceCatalog
-from gpu_fabric.efa import PlannedInterface
+from gpu_fabric.aws.catalog import InstanceCatalog
+from gpu_fabric.aws.efa import PlannedInterface
 from gpu_fabric.resources.args import AwsNodeGroupArgs, KubeletTopologyArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
-from gpu_fabric.spec.aws import AwsNodeGroupSpec
-from gpu_fabric.spec.base import ConfigError, SpecModel
-from gpu_fabric.topology import KubeletTopology
+from gpu_fabric.config.node_group import AwsNodeGroupSpec
+from gpu_fabric.config.base import ConfigError, SpecModel
+from gpu_fabric.config.topology import KubeletTopology
 
 TYPE_TOKEN = "gpu-fabric:index:EfaNodeGroup"
 

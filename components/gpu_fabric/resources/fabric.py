@@ -5,10 +5,10 @@ from typing import Any, Mapping, Optional, Sequence, TypedDict, cast
 import pulumi
 
 from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
-from gpu_fabric.builders.gpustack import gpustack_manifests
-from gpu_fabric.catalog import InstanceCatalog
-from gpu_fabric.efa_domains import domain_component_name, domains_from_config, shares_security_group
-from gpu_fabric.fabric_plan import device_manager_args, efa_plugin_args, topology_agent_args
+from gpu_fabric.gpustack.objects import gpustack_manifests
+from gpu_fabric.aws.catalog import InstanceCatalog
+from gpu_fabric.plan.efa_domains import domain_component_name, domains_from_config, shares_security_group
+from gpu_fabric.plan.fabric_plan import device_manager_args, efa_plugin_args, topology_agent_args
 from gpu_fabric.resources import efa_node_group, kv_cache, model_deployment
 from gpu_fabric.resources.args import DeploymentArgs, KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs, PoolArgs, Required
 from gpu_fabric.resources.device_plugins import (
@@ -27,10 +27,10 @@ from gpu_fabric.resources.kv_cache import KVCache
 from gpu_fabric.resources.model_deployment import ModelDeployment
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
-from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.spec.fabric import FabricConfig
-from gpu_fabric.configuration import load_config
-from gpu_fabric.taints import eks_effect
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.fabric import FabricConfig
+from gpu_fabric.validation.configuration import load_config
+from gpu_fabric.config.taints import eks_effect
 
 
 class TolerationArgs(TypedDict, total=False):

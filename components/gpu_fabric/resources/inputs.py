@@ -14,14 +14,14 @@ an ``Output`` there is refused at once with the property path and the reason.
 """
 
 import itertools
-import re
 import secrets
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Sequence, TypeVar
 
 import pulumi
 
 from gpu_fabric.aws import snake_case
-from gpu_fabric.spec.base import ConfigError, format_path
+from gpu_fabric.config.base import ConfigError, format_path
+from gpu_fabric.config.markers import marker_token
 
 T = TypeVar("T")
 
@@ -55,7 +55,7 @@ def is_unresolved(value: Any) -> bool:
     return isinstance(value, pulumi.Output) or isinstance(value, Awaitable)
 
 
-# A marker has the shape the property's own syntax check accepts (gpu_fabric.syntax), so validation
+# A marker has the shape the property's own syntax check accepts (gpu_fabric.config.syntax), so validation
 # with markers checks everything except the values still unknown; those are checked on resolve.
 _MARKER_SHAPES = {
     "vpc_id": "vpc-{token}",
@@ -66,23 +66,6 @@ _MARKER_SHAPES = {
     "availability_zone": "zz-{token}-1a",
     "kubernetes_version": "0.{digits}",
 }
-
-
-_MARKER_TOKEN = re.compile(r"gfout[a-p]+n[a-p]+x")
-
-
-def is_marker(value: Any) -> bool:
-    """True for a value that stands in for an ``Output`` (in any :class:`DeferredInputs`' shape).
-
-    Checks that compare values across objects (two pools' zones) skip such values: they are compared
-    when known, by the planner that runs again on resolution, or not at all.
-    """
-    return isinstance(value, str) and bool(_MARKER_TOKEN.search(value))
-
-
-def _letters(number: int) -> str:
-    # Letters only (a-p for each hex digit): valid in every name shape, including AZ region words.
-    return "".join(chr(ord("a") + int(digit, 16)) for digit in f"{number:x}")
 
 
 def _matches(path: Path, pattern: Path) -> bool:
@@ -140,7 +123,7 @@ class DeferredInputs:
 
     def _marker(self, path: Path) -> str:
         number = next(self._counter)
-        token = f"gfout{_letters(int(self._token, 16))}n{_letters(number)}x"
+        token = marker_token(int(self._token, 16), number)
         field = next((str(part) for part in reversed(path) if isinstance(part, str)), "")
         shape = _MARKER_SHAPES.get(snake_case(field), "{token}")
         return shape.format(token=token, digits=f"{int(self._token, 16)}{number:04d}")

@@ -1,8 +1,8 @@
 """``KubeletTopologyAgent``: a pool's kubelet topology, delivered to nodes the stack does not provision.
 
-Thin: :func:`gpu_fabric.builders.kubelet_topology_agent.topology_agent_for_pool` builds the objects;
+Thin: :func:`gpu_fabric.kube.topology_agent.topology_agent_for_pool` builds the objects;
 this component checks that the DaemonSet schedules on the pool's nodes (the device-plugin coverage
-rule) and stays within the host access the agent needs (:mod:`gpu_fabric.host_access`), then
+rule) and stays within the host access the agent needs (:mod:`gpu_fabric.kube.host_access`), then
 registers the objects with their manifests passed through verbatim.
 """
 
@@ -11,9 +11,9 @@ from typing import Any, Mapping, Optional, Sequence, TypedDict, cast
 import pulumi
 import pulumi_kubernetes as kubernetes
 
-from gpu_fabric.builders.kubelet_topology_agent import topology_agent_for_pool
-from gpu_fabric.coverage import daemonset_schedules_on
-from gpu_fabric.host_access import topology_agent_excess
+from gpu_fabric.kube.topology_agent import topology_agent_for_pool
+from gpu_fabric.kube.coverage import daemonset_schedules_on
+from gpu_fabric.kube.host_access import topology_agent_excess
 from gpu_fabric.resources.args import KubeletTopologyArgs, Required, TaintArgs
 from gpu_fabric.resources.outputs import register_declared_outputs
 

@@ -5,14 +5,14 @@ from typing import Any, Mapping, Optional, Sequence, TypedDict
 import pulumi
 from pydantic import ValidationError
 
-from gpu_fabric.builders.kueue import pool_kueue_manifests
+from gpu_fabric.kube.kueue import pool_kueue_manifests
 from gpu_fabric.resources import efa_node_group
 from gpu_fabric.resources.args import PoolArgs, Required
 from gpu_fabric.resources.inputs import DeferredInputs, InvalidInputError
 from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
-from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.spec.pool import PoolSpec, check_namespace
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.pool import PoolSpec, check_namespace
 
 QUEUE_OWNERS = ("gpustack", "standalone")
 

@@ -5,15 +5,15 @@ from typing import Any, Mapping, Optional, Sequence, TypedDict
 import pulumi
 from pydantic import ValidationError
 
-from gpu_fabric.builders.gpustack import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding
-from gpu_fabric.operator_pin import DEFAULT_API_VERSION
+from gpu_fabric.gpustack.objects import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding
+from gpu_fabric.config.constants import DEFAULT_API_VERSION
 from gpu_fabric.resources.args import KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
 from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, qualified_name, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
-from gpu_fabric.spec.base import ConfigError, SpecModel
-from gpu_fabric.spec.gpustack import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec
-from gpu_fabric.transfer import analyze
+from gpu_fabric.config.base import ConfigError, SpecModel
+from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec
+from gpu_fabric.gpustack.transfer import analyze
 
 DEFERRABLE = (
     ("backends", ANY, "image"),

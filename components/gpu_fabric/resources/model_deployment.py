@@ -5,15 +5,15 @@ from typing import Any, Mapping, Optional, Sequence, TypedDict
 import pulumi
 from pydantic import ValidationError
 
-from gpu_fabric.builders.gpustack import model_deployment
-from gpu_fabric.operator_pin import DEFAULT_API_VERSION
+from gpu_fabric.gpustack.objects import model_deployment
+from gpu_fabric.config.constants import DEFAULT_API_VERSION
 from gpu_fabric.resources.args import DeploymentArgs, Required
 from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
 from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
-from gpu_fabric.spec.base import ConfigError
-from gpu_fabric.spec.gpustack import ModelDeploymentSpec
-from gpu_fabric.transfer import TransferReport, analyze
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.serving import ModelDeploymentSpec
+from gpu_fabric.gpustack.transfer import TransferReport, analyze
 
 DEFERRABLE = (
     ("deployment", "router", "image"),

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import pulumi
 
-from gpu_fabric.catalog import (
+from gpu_fabric.aws.catalog import (
     BundledInstanceCatalog,
     Ec2InstanceCatalog,
     InstanceCatalog,

@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
 
-from gpu_fabric.quantity import QuantityError, parse_quantity
-from gpu_fabric.spec.pool import labels_identify_pool
+from gpu_fabric.config.quantity import QuantityError, parse_quantity
+from gpu_fabric.config.pool import labels_identify_pool
 from gpu_fabric.verify.expectations import (
     KUBELET_TOPOLOGY_DEFAULTS,
     PLACEMENT_FIELDS,

@@ -1,8 +1,8 @@
 """What a validated stack promises about a live cluster (pure).
 
 Everything here is derived from the same sources ``pulumi up`` uses: the validated
-:class:`~gpu_fabric.spec.fabric.FabricConfig` for pools, and the manifests the stack program
-registers (``gpu_fabric.render``) for objects. So when a builder starts registering another object,
+:class:`~gpu_fabric.config.fabric.FabricConfig` for pools, and the manifests the stack program
+registers (``gpu_fabric.program.render``) for objects. So when a builder starts registering another object,
 or a pool gains a setting, ``verify`` expects it without a second list to maintain.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
 
-from gpu_fabric.spec.fabric import FabricConfig
-from gpu_fabric.spec.pool import EFA_PRESENT_LABEL, PoolSpec
-from gpu_fabric.topology import kubelet_config_fields
-from gpu_fabric.transfer import EFA_KEY, RDMA_EXCLUSIVE_KEY, RDMA_PARTITIONED_KEY
+from gpu_fabric.config.fabric import FabricConfig
+from gpu_fabric.config.pool import EFA_PRESENT_LABEL, PoolSpec
+from gpu_fabric.kube.topology import kubelet_config_fields
+from gpu_fabric.gpustack.transfer import EFA_KEY, RDMA_EXCLUSIVE_KEY, RDMA_PARTITIONED_KEY
 
 # What a kubelet runs when its configuration leaves a topology key out: kubernetes/kubernetes
 # pkg/kubelet/apis/config/v1beta1/defaults.go, SetDefaults_KubeletConfiguration (TopologyManagerPolicy
@@ -116,7 +116,7 @@ def pool_selector(pool: PoolSpec) -> dict[str, str]:
 def pool_allocatable(pool: PoolSpec) -> dict[str, int]:
     """The accelerator and fabric-endpoint counts each node of ``pool`` must advertise exactly.
 
-    The keys are the operator's (``gpu_fabric.transfer``): ``vpc.amazonaws.com/efa`` for EFA
+    The keys are the operator's (``gpu_fabric.gpustack.transfer``): ``vpc.amazonaws.com/efa`` for EFA
     pools, ``device.gpustack.ai/rdma`` (exclusive NICs) and, when declared,
     ``device.gpustack.ai/rdma.partitioned`` for RDMA pools.
     """
@@ -136,7 +136,7 @@ def pool_allocatable(pool: PoolSpec) -> dict[str, int]:
 def pool_kubelet(pool: PoolSpec) -> dict[str, Any]:
     """The kubelet settings the pool declares, keyed as the KubeletConfiguration (and configz) has them.
 
-    The same :func:`gpu_fabric.topology.kubelet_config_fields` that renders the node configuration;
+    The same :func:`gpu_fabric.kube.topology.kubelet_config_fields` that renders the node configuration;
     the three core keys are always compared, options only when the pool sets them.
     """
     return kubelet_config_fields(pool.topology)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from gpu_fabric.spec.pool import PoolSpec
+from gpu_fabric.config.pool import PoolSpec
 from gpu_fabric.verify.checks import FAIL, INCONCLUSIVE, PASS, Check, Status
 
 # aws/aws-ofi-nccl src/nccl_ofi_net.cpp, nccl_net_ofi_query_provider_capabilities():

@@ -4,7 +4,7 @@
 * The stack names ``kubernetes.context``: that context of the ambient kubeconfig, as the stack's
   ``kubernetes.Provider(context=...)`` does.
 * The stack names ``kubernetes.eksCluster``: the cluster's endpoint and CA from EKS and a token
-  from ``aws eks get-token``, the very kubeconfig ``gpu_fabric.stack.eks_kubeconfig`` gives the provider.
+  from ``aws eks get-token``, the very kubeconfig ``gpu_fabric.program.stack.eks_kubeconfig`` gives the provider.
 * Otherwise the ambient kubeconfig the way kubectl finds it: ``$KUBECONFIG`` (a list of files,
   merged) or ``~/.kube/config``, else the in-cluster service account.
 """
@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from gpu_fabric.spec.fabric import FabricConfig
+from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.verify.api import ClusterUnavailable, LiveTransport
 
 
@@ -73,7 +73,7 @@ def _from_eks(name: str, region: Optional[str], workers: int) -> tuple[Any, str]
     from kubernetes import config as kube_config
     from kubernetes.config.config_exception import ConfigException
 
-    from gpu_fabric.stack import eks_kubeconfig
+    from gpu_fabric.program.stack import eks_kubeconfig
 
     try:
         session = boto3.session.Session(region_name=region)  # fresh: reads the environment as it is now

@@ -1,0 +1,54 @@
+"""The whole stack configuration (``gpu-fabric:*`` keys of ``Pulumi.<stack>.yaml``): its field model.
+
+This module holds the model and its field rules only. :func:`gpu_fabric.validation.configuration.load_config`
+is the only way a configuration becomes a :class:`FabricConfig`; it lives above both the spec and the
+builders because its cross-object checks read the very manifests the builders make, and the spec
+package never imports the builders (tests/test_layering.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import AfterValidator, Field
+
+from gpu_fabric.config.constants import DEFAULT_API_VERSION
+from gpu_fabric.config.base import SpecModel
+from gpu_fabric.config.cluster import DevicePluginSettings, KubernetesTarget
+from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec, ModelDeploymentSpec
+from gpu_fabric.config.pool import PoolSpec, check_namespace
+
+CONFIG_NAMESPACE = "gpu-fabric"
+# Every pool gets a LocalQueue in every tenant namespace: sane bounds keep a typo (a generated list
+# gone wrong) from planning hundreds of thousands of objects.
+MAX_NAMESPACES = 1000
+MAX_POOLS = 256
+
+
+class FabricConfig(SpecModel):
+    """Everything one stack declares."""
+
+    queue_owner: Literal["gpustack", "standalone"] = "gpustack"
+    """Who owns the Kueue ClusterQueues: the GPUStack operator, or this stack (plain Kueue)."""
+    gpustack_api_version: Literal["v1alpha1", "v1"] = DEFAULT_API_VERSION
+    """``worker.gpustack.ai`` version to write: ``v1alpha1`` (the version the operator's CRDs serve and its
+    webhooks match; the default) or ``v1`` (the operator worker's aggregated API, as in its docs).
+    See docs/gpustack-api-version.md."""
+    namespaces: list[Annotated[str, AfterValidator(check_namespace)]] = Field(min_length=1, max_length=MAX_NAMESPACES)
+    """Tenant namespaces; each gets a LocalQueue per pool."""
+    pools: list[PoolSpec] = Field(min_length=1, max_length=MAX_POOLS)
+    kv_cache_backends: list[KVCacheBackendSpec] = Field(default_factory=list)
+    kv_cache_pools: list[KVCachePoolSpec] = Field(default_factory=list)
+    kv_cache_pool_bindings: list[KVCachePoolBindingSpec] = Field(default_factory=list)
+    model_deployments: list[ModelDeploymentSpec] = Field(default_factory=list)
+    device_plugins: DevicePluginSettings = Field(default_factory=DevicePluginSettings)
+    kubernetes: Optional[KubernetesTarget] = None
+
+    def pool(self, name: str) -> Optional[PoolSpec]:
+        """The pool named ``name`` (ClusterQueue name), if the stack declares it."""
+        return next((pool for pool in self.pools if pool.name == name), None)
+
+
+def config_keys() -> list[str]:
+    """The camelCase keys a stack may set under ``gpu-fabric:``."""
+    return [field.alias or name for name, field in FabricConfig.model_fields.items()]

@@ -1,0 +1,195 @@
+"""Configuration model of one pool's EFA-enabled EKS managed node group (``aws:`` on a pool).
+
+The rules encoded here come from what EFA needs and what other tools got wrong
+(research/eks-efa-anchors.md): one explicit AZ and exactly one subnet (EFA does not cross subnets or
+AZs, and a derived AZ drifts), no auto-created placement group when the group targets a capacity
+reservation or a Capacity Block (eksctl#7949, terraform-aws-eks#3661), and no
+``kubernetes.io/cluster/*`` tag on the EFA security group (AWS Load Balancer Controller, eksctl#8475).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from gpu_fabric.config import syntax
+from gpu_fabric.config.aws_rules import ONE_SUBNET_REASON, cluster_tag_problem
+from gpu_fabric.config.constants import CLUSTER_TAG_PREFIX  # noqa: F401  (re-exported for existing importers)
+from gpu_fabric.config.base import SpecModel
+from gpu_fabric.config.taints import Taint, eks_taint
+
+# EFA-capable EKS AMIs (EKS docs; research rule 18): AL2023 NVIDIA carries the EFA software, and
+# Bottlerocket >= 1.28 supports EFA in its NVIDIA and standard variants (CPU pools such as Mooncake members).
+AmiType = Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA",
+                  "BOTTLEROCKET_x86_64", "BOTTLEROCKET_ARM_64"]
+CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
+PlacementMode = Literal["create", "existing", "none", "domain"]
+EfaLayout = Literal["recommended", "legacy"]
+
+MAX_NODES = 5000
+"""Kubernetes' documented scalability limit, 5,000 nodes per cluster (kubernetes.io, "Considerations for
+large clusters"); bounds a node group's sizes and a pool's nodeCount."""
+MAX_GP3_GIB = 65536
+"""Largest gp3 volume EBS creates (64 TiB)."""
+MAX_NETWORK_CARDS = 64
+"""Network card indices stay below this (EC2's largest instances have 32 cards)."""
+
+
+class PlacementGroupSpec(SpecModel):
+    """Where the nodes are placed: a new cluster placement group, an existing one, or none."""
+
+    mode: PlacementMode = "create"
+    """``create`` a cluster placement group, use an ``existing`` one by name, ``none``, or ``domain``: share
+    one cluster placement group with the other node groups of the pool's EFA domain that choose it
+    (``GpuFabric`` only; a pool outside any domain gets a group of its own)."""
+    name: syntax.PlainText | None = Field(default=None, max_length=255)
+    """Name of the existing placement group (``mode: existing`` only)."""
+
+    @model_validator(mode="after")
+    def _name_matches_mode(self) -> "PlacementGroupSpec":
+        if self.mode == "existing" and not self.name:
+            raise ValueError("name is required when mode is 'existing'")
+        if self.mode != "existing" and self.name:
+            raise ValueError(f"name is only used with mode 'existing' (mode is {self.mode!r})")
+        return self
+
+
+class ScalingSpec(SpecModel):
+    """Node count bounds; ``desiredSize`` is only the initial count (autoscalers own it afterwards)."""
+
+    min_size: int = Field(ge=0, le=MAX_NODES)
+    max_size: int = Field(ge=1, le=MAX_NODES)
+    desired_size: int | None = Field(default=None, ge=0, le=MAX_NODES)
+    """Defaults to ``minSize``."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "ScalingSpec":
+        desired = self.desired_size if self.desired_size is not None else self.min_size
+        if not self.min_size <= desired <= self.max_size:
+            raise ValueError(
+                f"scaling must satisfy minSize <= desiredSize <= maxSize (got {self.min_size} <= {desired} <= {self.max_size})"
+            )
+        return self
+
+    @property
+    def initial_size(self) -> int:
+        """The desired size at creation."""
+        return self.desired_size if self.desired_size is not None else self.min_size
+
+
+class RootVolumeSpec(SpecModel):
+    """The node's encrypted gp3 volume (Bottlerocket: the data volume that holds images)."""
+
+    size_gib: int = Field(default=200, ge=20, le=MAX_GP3_GIB, alias="sizeGiB")
+    kms_key_id: syntax.PlainText | None = Field(default=None, max_length=2048)
+    """KMS key for the volume; the account's default EBS key when absent."""
+
+
+class AwsNodeGroupSpec(SpecModel):
+    """An EFA-enabled EKS managed node group in one AZ and one subnet of an existing cluster."""
+
+    cluster_name: syntax.EksClusterName
+    """Name of the existing EKS cluster."""
+    vpc_id: syntax.VpcId
+    """VPC of the cluster; the EFA security group is created in it."""
+    instance_types: list[syntax.InstanceType] = Field(min_length=1, max_length=20)
+    """EC2 instance types; all must support EFA and share one interface layout."""
+    availability_zone: syntax.AvailabilityZone
+    """The one AZ of the group, explicit so it cannot drift and replace the group."""
+    subnet_id: syntax.SubnetId
+    """The one subnet of the group (EFA traffic does not cross subnets)."""
+    node_role_arn: syntax.RoleArn
+    """IAM role the nodes run as."""
+    ami_type: AmiType = "AL2023_x86_64_NVIDIA"
+    capacity_type: CapacityType = "ON_DEMAND"
+    capacity_reservation_id: syntax.CapacityReservationId | None = None
+    """On-Demand Capacity Reservation or Capacity Block to launch into."""
+    placement_group: PlacementGroupSpec = Field(default_factory=PlacementGroupSpec)
+    """Default ``create``; ``none`` when a capacity reservation or Capacity Block is targeted."""
+    scaling: ScalingSpec
+    efa_layout: EfaLayout = "recommended"
+    efa_card_indices: list[int] | None = None
+    """Network cards that carry an EFA (default: as many as the type allows)."""
+    security_group_ids: list[syntax.SecurityGroupId] = Field(default_factory=list, max_length=4)
+    """Extra security groups attached to every interface (for example the cluster security group)."""
+    root_volume: RootVolumeSpec = Field(default_factory=RootVolumeSpec)
+    labels: syntax.EksLabels = Field(default_factory=dict)
+    taints: list[Annotated[Taint, AfterValidator(eks_taint)]] = Field(default_factory=list, max_length=50)
+    """Taints of the group's nodes, in EKS spelling (``NO_SCHEDULE``), as the node-group API takes them."""
+    tags: syntax.AwsTags = Field(default_factory=dict, max_length=40)
+    release_version: syntax.PlainText | None = Field(default=None, max_length=64)
+    kubernetes_version: syntax.KubernetesVersion | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_subnet_lists_and_imply_placement(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for key in ("subnetIds", "subnet_ids", "subnets"):
+            if key in data:
+                raise ValueError(
+                    f"{key}: an EFA node group takes exactly one subnet as subnetId ({ONE_SUBNET_REASON})"
+                )
+        has_placement = "placementGroup" in data or "placement_group" in data
+        targets_reservation = bool(data.get("capacityReservationId") or data.get("capacity_reservation_id"))
+        capacity_block = (data.get("capacityType") or data.get("capacity_type")) == "CAPACITY_BLOCK"
+        if not has_placement and (targets_reservation or capacity_block):
+            # A group of its own would keep reserved instances from launching (eksctl#7949).
+            data = {**data, "placementGroup": {"mode": "none"}}
+        return data
+
+    @field_validator("subnet_id", mode="before")
+    @classmethod
+    def _one_subnet(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            raise ValueError(
+                f"subnetId takes exactly one subnet, not a list of {len(value)} ({ONE_SUBNET_REASON})"
+            )
+        return value
+
+    @field_validator("instance_types")
+    @classmethod
+    def _distinct_types(cls, types: list[str]) -> list[str]:
+        if len(set(types)) != len(types):
+            raise ValueError("instanceTypes lists a type more than once")
+        return types
+
+    @field_validator("efa_card_indices")
+    @classmethod
+    def _card_indices(cls, indices: list[int] | None) -> list[int] | None:
+        if indices is None:
+            return None
+        if not indices or any(not 0 <= index < MAX_NETWORK_CARDS for index in indices) or len(set(indices)) != len(indices):
+            raise ValueError(f"efaCardIndices must be a non-empty list of distinct card indices from 0 to {MAX_NETWORK_CARDS - 1}")
+        return sorted(indices)
+
+    @field_validator("tags")
+    @classmethod
+    def _no_cluster_tag(cls, tags: dict[str, str]) -> dict[str, str]:
+        problem = cluster_tag_problem(tags)
+        if problem:
+            raise ValueError(problem)
+        return tags
+
+    @model_validator(mode="after")
+    def _capacity_rules(self) -> "AwsNodeGroupSpec":
+        reservation = self.capacity_reservation_id
+        if self.capacity_type == "CAPACITY_BLOCK" and not reservation:
+            raise ValueError("capacityReservationId is required when capacityType is CAPACITY_BLOCK (the block's id)")
+        if self.capacity_type == "SPOT" and reservation:
+            raise ValueError("capacityReservationId cannot be combined with capacityType SPOT")
+        mode = self.placement_group.mode
+        if reservation and mode in ("create", "domain"):
+            raise ValueError(
+                f"placementGroup.mode: '{mode}' conflicts with capacityReservationId; a new placement group keeps "
+                "reserved instances from launching — use 'none' (or 'existing' for a reservation made in a group)"
+            )
+        if self.capacity_type == "CAPACITY_BLOCK" and mode != "none":
+            raise ValueError("placementGroup.mode must be 'none' for capacityType CAPACITY_BLOCK (AWS places the block)")
+        return self
+
+    @property
+    def ami_family(self) -> Literal["al2023", "bottlerocket"]:
+        """``bottlerocket`` or ``al2023``: decides user-data format and volume layout."""
+        return "bottlerocket" if self.ami_type.startswith("BOTTLEROCKET") else "al2023"

@@ -1,0 +1,192 @@
+"""A pool: one GPUStack InstanceType (= Kueue ClusterQueue) and the nodes behind it."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Iterable, Literal, Optional, Sequence
+
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+
+from gpu_fabric.config import constants
+from gpu_fabric.config import syntax
+from gpu_fabric.config.quantity import QuantityError, amount
+from gpu_fabric.config.node_group import MAX_NODES, AwsNodeGroupSpec
+from gpu_fabric.config.base import SpecModel
+from gpu_fabric.config.topology_agent import TopologyAgentSpec, topology_agent_input
+from gpu_fabric.config.taints import Taint, check_eks_taint_key
+from gpu_fabric.config.topology import KubeletTopology
+from gpu_fabric.config.instance_type_names import MANUFACTURERS, manufacturer_of
+
+EFA_PRESENT_LABEL = constants.EFA_PRESENT_LABEL
+INSTANCE_TYPE_LABEL = constants.INSTANCE_TYPE_LABEL
+OS_LABEL = constants.OS_LABEL
+ARCH_LABEL = constants.ARCH_LABEL
+# Re-exported for modules that check names (one regex each, in gpu_fabric.config.syntax).
+DNS_LABEL = syntax.DNS_LABEL
+DNS_SUBDOMAIN = syntax.DNS_SUBDOMAIN
+# gpustack--nvidia-a10g-linux-amd64 -> (linux, amd64)
+_GPUSTACK_OS_ARCH = re.compile(r"^gpustack--.*-(?P<os>linux|windows)-(?P<arch>amd64|arm64|ppc64le|s390x)$")
+
+
+def platform_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] = ()) -> dict[str, str]:
+    """Labels the platform puts on a pool's nodes without the pool declaring them.
+
+    ``kubernetes.io/os``/``arch`` as a ``gpustack--...-<os>-<arch>`` InstanceType name tells them,
+    ``vpc.amazonaws.com/efa.present: "true"`` on EFA node groups (ours set it), and
+    ``node.kubernetes.io/instance-type`` when the group has a single instance type.
+    """
+    labels: dict[str, str] = {}
+    match = _GPUSTACK_OS_ARCH.match(name)
+    if match:
+        labels.update({OS_LABEL: match.group("os"), ARCH_LABEL: match.group("arch")})
+    if efa:
+        labels[EFA_PRESENT_LABEL] = "true"
+    if len(instance_types) == 1:
+        labels[INSTANCE_TYPE_LABEL] = instance_types[0]
+    return labels
+
+
+def labels_identify_pool(labels: Iterable[str]) -> bool:
+    """True when ``labels`` name something beyond OS and architecture, which the kubelet puts on every
+    node: only then can they tell a pool's nodes from the rest of the cluster."""
+    return bool(set(labels) - {OS_LABEL, ARCH_LABEL})
+
+
+# Sane upper bounds: far above any real fabric, low enough that a typo (an extra zero or three)
+# is refused instead of planning quotas for a million nodes.
+MAX_ACCELERATORS_PER_NODE = 64
+MAX_INTERFACES_PER_NODE = 64
+"""EC2 offers at most 32 EFA interfaces per instance today; RDMA servers carry a handful of NICs."""
+MAX_PARTITIONED_INTERFACES_PER_NODE = 4096
+"""SR-IOV: up to 256 virtual functions per NIC, a few NICs per node."""
+MAX_CPUS_PER_NODE = 4096
+
+# The extended resource a manufacturer's device plugin advertises for whole accelerators.
+DEFAULT_ACCELERATOR_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "ascend": "huawei.com/Ascend910"}
+
+
+def check_object_name(value: str, what: str = "name") -> str:
+    """Refuse a name Kubernetes would refuse (DNS-1123 subdomain, at most 253 characters)."""
+    return syntax.dns_subdomain(value, what)
+
+
+def check_namespace(value: str) -> str:
+    """Refuse a namespace Kubernetes would refuse (DNS-1123 label, at most 63 characters)."""
+    return syntax.dns_label(value, "namespace")
+
+
+class PoolSpec(SpecModel):
+    """One pool of identical nodes, named like its GPUStack InstanceType / Kueue ClusterQueue."""
+
+    name: str
+    """ClusterQueue / InstanceType name, e.g. ``gpustack--nvidia-a10g-linux-amd64``."""
+    fabric: Literal["efa", "rdma", "none"]
+    """The node fabric: AWS EFA, RDMA NICs served by GPUStack's Device Manager, or none."""
+    manufacturer: Optional[str] = None
+    """Accelerator manufacturer; derived from the name when omitted (``nvidia`` above)."""
+    accelerator_resource: Optional[Annotated[str, AfterValidator(syntax.extended_resource_name)]] = None
+    """Extended resource of one whole accelerator; ``nvidia.com/gpu`` for NVIDIA by default."""
+    accelerators_per_node: int = Field(ge=0, le=MAX_ACCELERATORS_PER_NODE)
+    interfaces_per_node: int = Field(default=0, ge=0, le=MAX_INTERFACES_PER_NODE)
+    """Fabric endpoints per node: EFA interfaces, or RDMA NICs (exclusive endpoints)."""
+    partitioned_interfaces_per_node: int = Field(default=0, ge=0, le=MAX_PARTITIONED_INTERFACES_PER_NODE)
+    """SR-IOV virtual functions per node advertised as ``device.gpustack.ai/rdma.partitioned``."""
+    node_count: int = Field(ge=1, le=MAX_NODES)
+    cpu_per_node: Optional[int] = Field(default=None, ge=1, le=MAX_CPUS_PER_NODE)
+    """Allocatable CPUs per node; when set, standalone ClusterQueues also meter ``cpu``."""
+    memory_per_node: Optional[str] = None
+    """Allocatable memory per node (e.g. ``"512Gi"``); when set, standalone ClusterQueues also meter ``memory``."""
+    node_labels: syntax.Labels = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+    topology: KubeletTopology = Field(default_factory=KubeletTopology.fabric_default)
+    """kubelet TopologyManager / CPU manager settings of the pool's nodes (seed step 2)."""
+    aws: Optional[AwsNodeGroupSpec] = None
+    """An EFA-enabled EKS managed node group that provides the nodes (``fabric: efa`` only)."""
+    topology_agent: Optional[TopologyAgentSpec] = None
+    """Deliver ``topology`` with the ``KubeletTopologyAgent`` DaemonSet, for nodes the stack does not provision."""
+
+    @field_validator("topology_agent", mode="before")
+    @classmethod
+    def _agent_switch(cls, value: object) -> object:
+        return topology_agent_input(value)
+
+    @field_validator("topology_agent")
+    @classmethod
+    def _agent_only_for_unprovisioned_nodes(cls, value: Optional[TopologyAgentSpec], info: ValidationInfo) -> Optional[TopologyAgentSpec]:
+        # ``aws`` is declared above, so it is validated (and in info.data) by now.
+        if value is not None and info.data.get("aws") is not None:
+            raise ValueError("the pool's nodes come from the stack's EKS node group, whose user data already carries "
+                             "the topology; remove topologyAgent (it is for nodes the stack does not provision)")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        return check_object_name(value, "pool name")
+
+    @field_validator("memory_per_node")
+    @classmethod
+    def _memory_quantity(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            try:
+                amount(value, "memoryPerNode", positive=True)
+            except QuantityError as error:
+                raise ValueError(str(error)) from None
+        return value
+
+    @field_validator("manufacturer")
+    @classmethod
+    def _known_manufacturer(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and value not in MANUFACTURERS:
+            raise ValueError(f"unknown manufacturer {value!r}; allowed: {', '.join(MANUFACTURERS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _fabric_needs_interfaces(self) -> "PoolSpec":
+        if self.fabric != "none" and self.interfaces_per_node == 0:
+            raise ValueError(f"a {self.fabric} pool needs interfacesPerNode of at least 1")
+        if self.fabric != "rdma" and self.partitioned_interfaces_per_node:
+            raise ValueError("partitionedInterfacesPerNode applies to rdma pools only")
+        if self.aws is not None and self.fabric != "efa":
+            raise ValueError(f"an aws node group provides EFA nodes; the pool's fabric is {self.fabric}")
+        if self.aws is not None:
+            # GpuFabric hands the pool's taints to its EKS node group, which refuses what EKS refuses.
+            for j, taint in enumerate(self.taints):
+                try:
+                    check_eks_taint_key(taint.key)
+                except ValueError as error:
+                    raise ValueError(f"taints[{j}]: {error}") from None
+        if self.accelerators_per_node and self.resolved_accelerator_resource is None:
+            raise ValueError("acceleratorResource is required when the manufacturer has no default resource name")
+        return self
+
+    @property
+    def resolved_manufacturer(self) -> Optional[str]:
+        """The manufacturer given, or the one the InstanceType name carries."""
+        return self.manufacturer or manufacturer_of(self.name)
+
+    @property
+    def resolved_accelerator_resource(self) -> Optional[str]:
+        """The accelerator's extended resource name, if the pool has accelerators."""
+        if self.accelerator_resource:
+            return self.accelerator_resource
+        return DEFAULT_ACCELERATOR_RESOURCE.get(self.resolved_manufacturer or "")
+
+    def effective_node_labels(self) -> dict[str, str]:
+        """Every label a node of the pool carries that the stack knows of, for selector matching.
+
+        The pool's own labels, its node group's labels, and :func:`platform_node_labels` (the EFA
+        label only for pools whose nodes come from our AWS node group).
+        """
+        aws = self.aws
+        labels = platform_node_labels(self.name, efa=aws is not None, instance_types=aws.instance_types if aws else ())
+        labels.update(aws.labels if aws else {})
+        labels.update(self.node_labels)
+        return dict(sorted(labels.items()))
+
+    def taint_dicts(self) -> list[dict[str, str]]:
+        """The pool's taints (and its node group's), Kubernetes spelling, as plain dicts."""
+        declared = [*self.taints, *(self.aws.taints if self.aws is not None else [])]
+        taints = [taint.as_dict() for taint in declared]
+        unique = {(t["key"], t.get("value", ""), t["effect"]): t for t in taints}
+        return [unique[key] for key in sorted(unique)]

@@ -1,0 +1,211 @@
+"""Reading ``Pulumi.<stack>.yaml`` strictly: only what the Pulumi engine would hand the program.
+
+The engine passes a program every configuration value as JSON. A YAML file can hold more than
+JSON can (dates, binary, sets, non-string keys, repeated keys, aliases that expand without bound),
+and PyYAML's ``safe_load`` accepts all of it -- the last of two repeated keys silently wins, a
+date becomes a ``datetime`` that later crashes JSON encoding. This module refuses each of those
+with the file and the place, and refuses configuration keys that Pulumi itself would reject
+(no ``namespace:``) or that look like a misspelt ``gpu-fabric:`` namespace, which would otherwise
+silently drop the configuration they carry.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from gpu_fabric.config.base import format_path
+
+# A stack file is a few hundred nodes; anchors that expand beyond this are an alias bomb.
+MAX_EXPANDED_NODES = 100_000
+
+
+class StackFileError(ValueError):
+    """The stack file cannot be read as a Pulumi stack configuration; names the file and what is wrong."""
+
+    def __init__(self, path: Path | str, problems: Iterable[str]):
+        self.path = str(path)
+        self.problems = list(problems)
+        super().__init__(f"{self.path}: " + "; ".join(self.problems))
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """``SafeLoader`` that refuses repeated and non-string mapping keys, with their line."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # "<<: *base" brings keys that the mapping's own keys may override
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if not isinstance(key, str):
+                raise _LoadProblem(f"line {line}: mapping key {key!r} is not a string (quote it)")
+            if key in seen:
+                raise _LoadProblem(f"line {line}: key {key!r} appears more than once in the same mapping "
+                                   f"(first on line {seen[key]}); YAML would silently keep only the last")
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+class _LoadProblem(Exception):
+    pass
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
+    """Nodes ``node`` stands for once every alias is expanded (shared nodes counted per use)."""
+    known = memo.get(id(node))
+    if known is not None:
+        return known
+    memo[id(node)] = limit + 1  # a recursive alias expands forever
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        for child in node.value:
+            size += _expanded_size(child, memo, limit)
+            if size > limit:
+                break
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            size += _expanded_size(key, memo, limit) + _expanded_size(value, memo, limit)
+            if size > limit:
+                break
+    memo[id(node)] = size
+    return size
+
+
+def _non_json_values(value: Any, location: list[Any], finite_only: bool = True) -> Iterable[str]:
+    """Every value the engine could not carry as JSON, by path (NaN and infinities unless ``finite_only`` is off)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if finite_only and not math.isfinite(value):
+            yield f"{format_path(location)}: {value!r} is not a finite number"
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_json_values(item, [*location, key], finite_only)
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_json_values(item, [*location, index], finite_only)
+        return
+    kind = {"date": "a date", "datetime": "a date", "bytes": "binary data", "set": "a set"}.get(type(value).__name__,
+                                                                                           type(value).__name__)
+    yield (f"{format_path(location)}: {kind} ({value!r}) is not a JSON value; quote it if you mean the text"
+           if kind == "a date" else f"{format_path(location)}: {kind} is not a JSON value")
+
+
+def parse_yaml(text: str, *, max_nodes: int = MAX_EXPANDED_NODES) -> list[Any]:
+    """Every document of ``text`` as plain JSON-compatible data; ``ValueError`` on anything else."""
+    return [document for _, document in parse_yaml_documents(text, max_nodes=max_nodes)]
+
+
+def parse_yaml_documents(text: str, *, max_nodes: int = MAX_EXPANDED_NODES,
+                         finite_only: bool = True) -> list[tuple[int, Any]]:
+    """``(first line, document)`` for every document of ``text``, read as strictly as :func:`parse_yaml`.
+
+    ``finite_only=False`` keeps ``.inf``/``.nan`` (a linter reports them as findings of the object).
+    """
+    loader = _StrictLoader(text)
+    documents = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:  # check_node() said a document follows
+                break
+            if _expanded_size(node, {}, max_nodes) > max_nodes:
+                raise _LoadProblem(f"YAML aliases expand to more than {max_nodes} values (an alias bomb?)")
+            documents.append((node.start_mark.line + 1, loader.construct_document(node)))
+    except _LoadProblem as problem:
+        raise ValueError(str(problem)) from None
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ValueError(f"not valid YAML: {where}{error.problem or error}") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"not valid YAML: {error}") from None
+    finally:
+        loader.dispose()
+    problems = [problem for _, document in documents for problem in _non_json_values(document, [], finite_only)]
+    if problems:
+        raise ValueError("; ".join(problems))
+    return documents
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 text of ``data`` (a BOM allowed); ``ValueError`` naming the offset of the first bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"not UTF-8 text: byte 0x{data[error.start]:02x} at offset {error.start}") from None
+
+
+MAX_FILE_BYTES = 64 * 2**20
+"""Larger input is refused: YAML of that size is not a stack file or a manifest set anyone wrote."""
+
+
+def read_input(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; ``ValueError`` otherwise (devices, FIFOs
+    and ``/dev/zero`` would never end), ``OSError`` when it cannot be read."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        raise ValueError("is not a regular file")
+    with path.open("rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"is larger than {limit // 2**20} MiB")
+    return data
+
+
+def near_miss(namespace: str, wanted: str) -> bool:
+    """True when ``namespace`` looks like a misspelling of ``wanted`` (case, ``_`` for ``-``, a typo)."""
+    if namespace == wanted:
+        return False
+    squash = lambda text: "".join(ch for ch in text.lower() if ch.isalnum())  # noqa: E731
+    return squash(namespace) == squash(wanted) or difflib.SequenceMatcher(None, namespace.lower(), wanted).ratio() >= 0.8
+
+
+def read_stack_file(path: Path | str, namespace: str) -> dict[str, Any]:
+    """The ``config:`` block of a stack file, keyed ``namespace:key``; :class:`StackFileError` otherwise."""
+    path = Path(path)
+    try:
+        documents = parse_yaml(decode_text(read_input(path)))
+    except OSError as error:
+        raise StackFileError(path, [f"cannot read: {error.strerror}"]) from None
+    except ValueError as error:
+        raise StackFileError(path, [str(error)]) from None
+    if len(documents) > 1:
+        raise StackFileError(path, [f"holds {len(documents)} YAML documents; a stack file is one mapping"])
+    document = documents[0] if documents else {}
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise StackFileError(path, [f"must be a mapping with a 'config:' key, not {_kind(document)}"])
+    config = document.get("config")
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise StackFileError(path, [f"'config' must be a mapping of 'namespace:key' to values, not {_kind(config)}"])
+    problems = []
+    for key in config:
+        name_space, colon, name = key.partition(":")
+        if not colon or not name_space or not name:
+            problems.append(f"config key {key!r} has no namespace; Pulumi refuses it (write {namespace}:{key})")
+        elif near_miss(name_space, namespace):
+            problems.append(f"config key {key!r}: namespace {name_space!r} is not {namespace + ':'!r}, "
+                            f"so gpu-fabric would never read it (write {namespace}:{name})")
+    if problems:
+        raise StackFileError(path, problems)
+    return dict(config)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return f"a {type(value).__name__}"

@@ -1,0 +1,133 @@
+"""Kueue ``v1beta2`` ResourceFlavor, ClusterQueue and LocalQueue manifests for the pools.
+
+Two owners are possible (``queueOwner``):
+
+* ``gpustack``: the GPUStack operator reconciles one ClusterQueue per InstanceType and its
+  entrance LocalQueue in every non-system namespace. The stack declares only the tenant
+  LocalQueues, with exactly the operator's name and spec, so workloads can name them before the
+  operator runs and the two writers agree field for field.
+* ``standalone``: the stack owns flavors, ClusterQueues and LocalQueues (plain Kueue pools).
+  Only here can Kueue meter the fabric: the operator's queues advertise accelerator credits
+  only, and its classifier ignores the ``device.gpustack.ai/`` keys, so RDMA endpoints are
+  over-admitted (research ``gpustack-operator.md`` section 3.3).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from gpu_fabric.kube.device_plugins import tolerations_for_taints
+from gpu_fabric.gpustack.naming import local_queue_name
+from gpu_fabric.config.quantity import parse_quantity
+from gpu_fabric.config.fabric import FabricConfig
+from gpu_fabric.config.pool import PoolSpec
+from gpu_fabric.gpustack.transfer import EFA_KEY, RDMA_EXCLUSIVE_KEY, RDMA_PARTITIONED_KEY, RDMA_SHARED_KEY
+
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
+QUEUE_ANNOTATION = "schedule.gpustack.ai/queue"
+"""The operator records the full ClusterQueue name on each entrance LocalQueue."""
+RDMA_SHARED_TOKENS_PER_ENDPOINT = 64
+"""Device Manager advertises 64 shared tokens per RDMA endpoint."""
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def pool_quotas(pool: PoolSpec) -> list[tuple[str, Any]]:
+    """Covered resources of a pool's ClusterQueue and their nominal quotas, in a fixed order.
+
+    The accelerator and every fabric key a workload of the pool may request are covered, each
+    sized from the pool (per-node capacity x node count), so Kueue cannot admit more endpoints
+    than the nodes have.
+    """
+    nodes = pool.node_count
+    quotas: list[tuple[str, Any]] = []
+    if pool.accelerators_per_node and pool.resolved_accelerator_resource:
+        quotas.append((pool.resolved_accelerator_resource, pool.accelerators_per_node * nodes))
+    if pool.fabric == "efa":
+        quotas.append((EFA_KEY, pool.interfaces_per_node * nodes))
+    elif pool.fabric == "rdma":
+        quotas.append((RDMA_EXCLUSIVE_KEY, pool.interfaces_per_node * nodes))
+        quotas.append((RDMA_SHARED_KEY, pool.interfaces_per_node * RDMA_SHARED_TOKENS_PER_ENDPOINT * nodes))
+        quotas.append((RDMA_PARTITIONED_KEY, pool.partitioned_interfaces_per_node * nodes))
+    if pool.cpu_per_node:
+        quotas.append(("cpu", pool.cpu_per_node * nodes))
+    if pool.memory_per_node:
+        quotas.append(("memory", _scaled_memory(pool.memory_per_node, nodes)))
+    return quotas
+
+
+def _scaled_memory(per_node: str, nodes: int) -> str:
+    total = parse_quantity(per_node) * nodes
+    for suffix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if total % size == 0:
+            return f"{int(total // size)}{suffix}"
+    return str(int(total))
+
+
+def tolerations_for(pool: PoolSpec) -> list[dict[str, Any]]:
+    """Tolerations matching every taint of the pool's nodes, in a stable order."""
+    return tolerations_for_taints(pool.taint_dicts())
+
+
+def resource_flavor(pool: PoolSpec) -> dict[str, Any]:
+    """The pool's ResourceFlavor: its nodes' labels, and tolerations for their taints."""
+    spec: dict[str, Any] = {"nodeLabels": dict(sorted(pool.node_labels.items()))}
+    tolerations = tolerations_for(pool)
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return {"apiVersion": KUEUE_API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": pool.name}, "spec": spec}
+
+
+def namespace_selector(namespaces: Iterable[str]) -> dict[str, Any]:
+    """Select exactly the tenant namespaces (never null: a null selector admits nothing)."""
+    return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": sorted(set(namespaces))}]}
+
+
+def cluster_queue(pool: PoolSpec, namespaces: Iterable[str]) -> dict[str, Any]:
+    """The pool's ClusterQueue, metering the accelerator and the fabric keys."""
+    quotas = pool_quotas(pool)
+    if not quotas:
+        raise ValueError(f"pool {pool.name} has nothing a ClusterQueue could meter: set acceleratorsPerNode, a fabric, or cpuPerNode")
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": {"name": pool.name},
+        "spec": {
+            "namespaceSelector": namespace_selector(namespaces),
+            "queueingStrategy": "BestEffortFIFO",
+            "resourceGroups": [{
+                "coveredResources": [name for name, _ in quotas],
+                "flavors": [{
+                    "name": pool.name,
+                    "resources": [{"name": name, "nominalQuota": quota} for name, quota in quotas],
+                }],
+            }],
+        },
+    }
+
+
+def local_queue(cluster_queue_name: str, namespace: str) -> dict[str, Any]:
+    """A tenant LocalQueue, named and annotated exactly as the operator names its entrance queue."""
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "LocalQueue",
+        "metadata": {
+            "name": local_queue_name(cluster_queue_name),
+            "namespace": namespace,
+            "annotations": {QUEUE_ANNOTATION: cluster_queue_name},
+        },
+        "spec": {"clusterQueue": cluster_queue_name},
+    }
+
+
+def pool_kueue_manifests(pool: PoolSpec, namespaces: Iterable[str], owner: str) -> list[dict[str, Any]]:
+    """One pool's Kueue objects: all three kinds when standalone, LocalQueues only under GPUStack."""
+    namespaces = sorted(set(namespaces))
+    queues = [local_queue(pool.name, namespace) for namespace in namespaces]
+    if owner == "gpustack":
+        return queues
+    return [resource_flavor(pool), cluster_queue(pool, namespaces), *queues]
+
+
+def kueue_manifests(config: FabricConfig) -> list[dict[str, Any]]:
+    """Every Kueue object of a configuration."""
+    return [m for pool in config.pools for m in pool_kueue_manifests(pool, config.namespaces, config.queue_owner)]

@@ -1,0 +1,299 @@
+"""Run the stack program under Pulumi's own mock runtime and collect every registered resource.
+
+No engine, no providers, no cloud: ``pulumi.runtime.set_mocks`` stands in for the engine, a
+recording monitor keeps each registration (type, name, parent, inputs), and the mocks answer the
+few data-source calls a stack makes with offline values. ``gpu-fabric render`` writes the result;
+``gpu-fabric check`` feeds it to the policy pack.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import os
+import re
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+
+STACK_PROGRAM = Path("stacks") / "__main__.py"
+PROJECT_NAME = "gpu-fabric"
+
+
+class StackNotFoundError(FileNotFoundError):
+    """The stack's ``Pulumi.<stack>.yaml`` does not exist."""
+
+
+@dataclass(frozen=True)
+class RenderedResource:
+    """One resource the program registered."""
+
+    type: str
+    name: str
+    parent: str
+    """URN of the parent resource ("" for the stack itself)."""
+    custom: bool
+    inputs: dict[str, Any]
+    urn: str
+    """The URN the engine computes: the parent's full type chain, ``$``, this type (``gpu_fabric.program.urn``)."""
+    dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Input name -> URNs its value came from (what the engine sends policies as property dependencies)."""
+    replace_on_changes: tuple[str, ...] = ()
+    """Input paths declared with ``ResourceOptions.replace_on_changes``."""
+    ignore_changes: tuple[str, ...] = ()
+    """Input paths declared with ``ResourceOptions.ignore_changes``."""
+    computed: dict[str, Any] = field(default_factory=dict)
+    """What the provider computes (``id`` and outputs that are not inputs), as the offline mocks answer."""
+    provider: str = ""
+    """URN of the explicit provider resource that manages it ("" for a default provider)."""
+    aliases: tuple[str, ...] = ()
+    """URNs the resource was known by before (``ResourceOptions.aliases``), resolved as the engine does."""
+
+    @property
+    def public_inputs(self) -> dict[str, Any]:
+        """``inputs`` with every secret value replaced by ``[secret]``: what may be written to a file."""
+        return _secrets(self.inputs, reveal=False)
+
+    @property
+    def policy_inputs(self) -> dict[str, Any]:
+        """``inputs`` with secrets unwrapped, as the analyzer hands them to a policy."""
+        return _secrets(self.inputs, reveal=True)
+
+    @property
+    def is_kubernetes_object(self) -> bool:
+        """True for pulumi-kubernetes resources that carry a full manifest."""
+        return self.type.startswith("kubernetes:") and "apiVersion" in self.inputs and "kind" in self.inputs
+
+    @property
+    def is_patch(self) -> bool:
+        """True for server-side-apply patches (objects adopted rather than owned)."""
+        return self.type.endswith("Patch")
+
+
+@dataclass
+class RenderResult:
+    """Everything one run of the program registered, in URN order."""
+
+    stack: str
+    resources: list[RenderedResource] = field(default_factory=list)
+
+    def kubernetes_objects(self) -> list[dict[str, Any]]:
+        """The manifests of every Kubernetes resource."""
+        return [r.inputs for r in self.resources if r.is_kubernetes_object]
+
+    def kinds(self) -> dict[str, int]:
+        """Number of Kubernetes objects per kind."""
+        counts: dict[str, int] = {}
+        for manifest in self.kubernetes_objects():
+            counts[manifest["kind"]] = counts.get(manifest["kind"], 0) + 1
+        return dict(sorted(counts.items()))
+
+
+# Pulumi's rule for stack names: alphanumerics, hyphens, underscores and periods (pulumi stack init).
+_STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
+def stack_config_path(project_dir: Path, stack: str) -> Path:
+    """``stacks/Pulumi.<stack>.yaml`` of a project; ``StackNotFoundError`` for a name Pulumi refuses
+    (a ``/`` or ``..`` would otherwise reach files outside ``stacks/`` and write outside ``out/``)."""
+    if not _STACK_NAME.match(stack) or set(stack) == {"."}:
+        raise StackNotFoundError(f"{stack!r} is not a stack name (letters, digits, '-', '_', '.')")
+    return project_dir / "stacks" / f"Pulumi.{stack}.yaml"
+
+
+def example_stacks(project_dir: Path | str = ".") -> list[str]:
+    """Names of every ``stacks/Pulumi.<stack>.yaml`` of a project, sorted."""
+    folder = Path(project_dir) / "stacks"
+    return sorted(path.name[len("Pulumi."):-len(".yaml")] for path in folder.glob("Pulumi.*.yaml"))
+
+
+def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
+    """The ``config:`` block of ``stacks/Pulumi.<stack>.yaml``, keyed ``namespace:key``.
+
+    Read strictly (:func:`gpu_fabric.config.stack_file.read_stack_file`): a file the engine could not turn
+    into JSON configuration raises ``StackFileError`` naming the file and the problem.
+    """
+    path = stack_config_path(project_dir, stack)
+    if not path.is_file():
+        available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
+        raise StackNotFoundError(f"no stack {stack!r}: {path} does not exist (stacks: {', '.join(available) or 'none'})")
+    from gpu_fabric.config.stack_file import read_stack_file
+
+    return read_stack_file(path, PROJECT_NAME)
+
+
+def _engine_encoding(value: Any) -> str:
+    # The engine hands a program every config value as a string, structured ones JSON-encoded.
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+SECRET_PLACEHOLDER = "[secret]"
+"""What a render writes in place of a secret value (a Pulumi secret stays secret in the files)."""
+
+
+def _plain(value: Any) -> Any:
+    """Undo the wire's number encoding (every number is a double); unknowns become the engine's
+    unknown sentinel (as a policy sees them at preview). Secrets keep the wire's secret wrapper."""
+    from pulumi.output import Unknown
+    from pulumi.runtime import rpc
+
+    if isinstance(value, Unknown):
+        return rpc.UNKNOWN
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _secrets(value: Any, reveal: bool) -> Any:
+    """Every wire-format secret replaced by its value (``reveal``) or by :data:`SECRET_PLACEHOLDER`."""
+    from pulumi.runtime import rpc
+
+    if rpc.is_rpc_secret(value):
+        return _secrets(rpc.unwrap_rpc_secret(value), reveal) if reveal else SECRET_PLACEHOLDER
+    if isinstance(value, dict):
+        return {key: _secrets(item, reveal) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_secrets(item, reveal) for item in value]
+    return value
+
+
+def _secure_values(value: Any) -> tuple[Any, bool]:
+    """``{secure: <ciphertext>}`` leaves (which an offline render cannot decrypt) as the placeholder."""
+    if isinstance(value, dict) and set(value) == {"secure"} and isinstance(value["secure"], str):
+        return SECRET_PLACEHOLDER, True
+    if isinstance(value, dict):
+        entries = {key: _secure_values(item) for key, item in value.items()}
+        return {key: item for key, (item, _) in entries.items()}, any(found for _, found in entries.values())
+    if isinstance(value, list):
+        items = [_secure_values(item) for item in value]
+        return [item for item, _ in items], any(found for _, found in items)
+    return value, False
+
+
+def _alias_urns(request: Any, stack: str) -> tuple[str, ...]:
+    """The URNs of a registration's aliases: given ones as they are, specs completed from the resource."""
+    from gpu_fabric.program.urn import engine_urn
+
+    urns = list(request.aliasURNs)
+    for alias in request.aliases:
+        if alias.urn:
+            urns.append(alias.urn)
+            continue
+        spec = alias.spec
+        parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+        urns.append(engine_urn(spec.stack or stack, spec.project or PROJECT_NAME, spec.type or request.type,
+                               spec.name or request.name, parent))
+    return tuple(sorted(set(urns)))
+
+
+def _computed(inputs: dict[str, Any], id_: Optional[str], state: dict[str, Any]) -> dict[str, Any]:
+    """The id and the outputs that are not echoed inputs: what only the provider knows."""
+    computed = {key: _plain(value) for key, value in (state or {}).items() if key not in inputs}
+    if id_:
+        computed["id"] = id_
+    return computed
+
+
+def render_stack(
+    stack: str,
+    project_dir: Path | str = ".",
+    *,
+    config: Optional[dict[str, Any]] = None,
+    program: Optional[Callable[[], None]] = None,
+    preview: bool = False,
+) -> RenderResult:
+    """Run the stack program under mocks; return what it registered.
+
+    ``config`` replaces the stack file's values (benchmarks and tests); ``program`` replaces
+    ``stacks/__main__.py``. Each call runs in a fresh context, so repeated renders in one process
+    do not see each other's resources or configuration. ``preview`` runs the program as the engine
+    does at ``pulumi preview`` of a new stack: ids and provider-computed outputs (auto-names,
+    versions) of resources not yet created are unknown, and so is every input made from them.
+    """
+    project_dir = Path(project_dir)
+    values = config if config is not None else load_stack_config(project_dir, stack)
+    run = program or (lambda: runpy.run_path(str(project_dir / STACK_PROGRAM), run_name="__main__"))
+    with hermetic_environment():
+        return contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview)
+
+
+# Provider SDKs fill unset inputs from these (pulumi-kubernetes: KUBECONFIG, PULUMI_K8S_*; pulumi-aws:
+# AWS_REGION for aws.config.region), so a render would change with the shell it runs in.
+_AMBIENT_PREFIXES = ("PULUMI_K8S_", "KUBECONFIG", "KUBERNETES_", "AWS_")
+
+
+@contextlib.contextmanager
+def hermetic_environment() -> Iterator[None]:
+    """Hide the environment variables that providers read for defaults while a render runs.
+
+    What a render produces depends on the stack's configuration alone: the same stack file gives
+    a byte-identical ``resources.json`` in any shell.
+    """
+    hidden = {key: value for key, value in os.environ.items() if key.startswith(_AMBIENT_PREFIXES)}
+    for key in hidden:
+        del os.environ[key]
+    try:
+        yield
+    finally:
+        os.environ.update(hidden)
+
+
+def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callable[[], Any],
+                             preview: bool = False) -> RenderResult:
+    import pulumi
+    from pulumi.runtime import mocks as pulumi_mocks
+    from pulumi.runtime.config import set_all_config
+    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.sync_await import _sync_await
+
+    from gpu_fabric.program.mocks import OfflineMocks
+
+    from gpu_fabric.program.urn import engine_urn
+
+    registrations: dict[str, tuple[str, Any]] = {}
+    recorded: list[tuple[str, str, dict[str, Any], bool]] = []
+    mocks = OfflineMocks(recorded, preview=preview)
+
+    class RecordingMonitor(pulumi_mocks.MockMonitor):
+        def make_urn(self, parent: str, type_: str, name: str) -> str:
+            # The mock monitor prefixes only the parent's own type; the engine prefixes its whole chain.
+            return engine_urn(pulumi.get_stack(), pulumi.get_project(), type_, name, parent)
+
+        def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+            response = super().RegisterResource(request)
+            registered = self.resources.get(response.urn)
+            registrations[f"{request.type}::{request.name}"] = (response.urn, request)
+            if registered is not None:
+                registrations[f"{request.type}::{request.name}::state"] = (registered.id, registered.state)
+            return response
+
+    from gpu_fabric.aws.catalog import BundledInstanceCatalog, use_catalog
+
+    use_catalog(BundledInstanceCatalog())  # offline: instance facts from the bundled table, never EC2
+    decoded = {key: _secure_values(value) for key, value in values.items()}
+    set_all_config({key: _engine_encoding(value) for key, (value, _) in decoded.items()},
+                   [key for key, (_, secure) in decoded.items() if secure])
+    pulumi.runtime.set_mocks(mocks, project=PROJECT_NAME, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
+    _sync_await(run_pulumi_func(program))
+
+    resources = []
+    for type_, name, inputs, custom in recorded:
+        urn, request = registrations[f"{type_}::{name}"]
+        dependencies = {key: tuple(sorted(value.urns)) for key, value in request.propertyDependencies.items() if value.urns}
+        resources.append(RenderedResource(
+            type_, name, request.parent, custom, _plain(inputs), urn, dict(sorted(dependencies.items())),
+            replace_on_changes=tuple(request.replaceOnChanges),
+            ignore_changes=tuple(request.ignoreChanges),
+            computed=_computed(inputs, *registrations.get(f"{type_}::{name}::state", (None, {}))),
+            provider=request.provider.rsplit("::", 1)[0] if request.provider else "",  # a reference is "<urn>::<id>"
+            aliases=_alias_urns(request, stack),
+        ))
+    resources.sort(key=lambda r: r.urn)
+    return RenderResult(stack, resources)

@@ -1,0 +1,134 @@
+"""The stack program's body: read ``gpu-fabric:*`` configuration, build the ``GpuFabric``.
+
+Kept in the package (``stacks/__main__.py`` only calls :func:`build_stack`) so that the program
+that ``pulumi up`` runs and the one ``gpu-fabric render`` runs under mocks are the same code.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import pulumi
+
+from gpu_fabric.resources.fabric import GpuFabric, fabric_args
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.cluster import KubernetesTarget
+from gpu_fabric.config.fabric import CONFIG_NAMESPACE, config_keys
+from gpu_fabric.validation.configuration import load_config
+
+
+def _all_config_keys() -> set[str]:
+    from pulumi.runtime import config as runtime_config
+
+    return set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
+
+
+def read_configuration() -> dict[str, Any]:
+    """Return the ``gpu-fabric:*`` values of the selected stack, decoded, with unknown keys refused."""
+    known = config_keys()
+    prefix = f"{CONFIG_NAMESPACE}:"
+    unknown = sorted(key[len(prefix):] for key in _all_config_keys() if key.startswith(prefix) and key[len(prefix):] not in known)
+    if unknown:
+        raise ConfigError((key, f"unknown configuration key; known keys: {', '.join(known)}") for key in unknown)
+    config = pulumi.Config(CONFIG_NAMESPACE)
+    values: dict[str, Any] = {}
+    for key in known:
+        raw = config.get(key)
+        if raw is None:
+            continue
+        try:
+            # Structured values arrive JSON-encoded; plain strings (``queueOwner: gpustack``) do not.
+            values[key] = json.loads(raw)
+        except ValueError:
+            values[key] = raw
+    return values
+
+
+# Configuration keys that may be Pulumi secrets, and the kinds whose ``spec`` is made of them: a
+# secret key's objects are registered with a secret ``spec`` (encrypted in the state, "[secret]"
+# in a render). Other keys make names, labels and node groups that cannot be secret.
+SECRET_CAPABLE_KEYS: dict[str, str] = {
+    "modelDeployments": "ModelDeployment",
+    "kvCacheBackends": "KVCacheBackend",
+    "kvCachePools": "KVCachePool",
+    "kvCachePoolBindings": "KVCachePoolBinding",
+}
+
+
+def secret_configuration_keys() -> list[str]:
+    """The ``gpu-fabric:*`` keys the stack holds as Pulumi secrets; others than :data:`SECRET_CAPABLE_KEYS` are refused."""
+    from pulumi.runtime.config import is_config_secret
+
+    secret = [key for key in config_keys() if is_config_secret(f"{CONFIG_NAMESPACE}:{key}")]
+    refused = [key for key in secret if key not in SECRET_CAPABLE_KEYS]
+    if refused:
+        raise ConfigError((key, "is a secret, but it makes names, labels or node groups that cannot be kept secret; "
+                                f"only {', '.join(SECRET_CAPABLE_KEYS)} may be secrets") for key in refused)
+    return secret
+
+
+def _secret_specs(kinds: set[str]):
+    """A transformation that registers the ``spec`` of objects of ``kinds`` as a secret Output."""
+
+    def transform(args: pulumi.ResourceTransformationArgs) -> Optional[pulumi.ResourceTransformationResult]:
+        props = args.props
+        if isinstance(props, dict) and props.get("kind") in kinds and props.get("spec") is not None:
+            return pulumi.ResourceTransformationResult({**props, "spec": pulumi.Output.secret(props["spec"])}, args.opts)
+        return None
+
+    return transform
+
+
+def build_stack(name: str = "fabric") -> GpuFabric:
+    """Validate the whole configuration, then register the fabric and export its entry points."""
+    values = read_configuration()
+    secret_kinds = {SECRET_CAPABLE_KEYS[key] for key in secret_configuration_keys()}
+    # Every problem, with its path, before the first resource exists. The region comes from the
+    # stack's configuration only (aws:region), never the environment, so a render is hermetic.
+    config = load_config(values, aws_region=pulumi.Config("aws").get("region"))
+    provider = kubernetes_provider(config.kubernetes)
+    opts = pulumi.ResourceOptions(providers={"kubernetes": provider}) if provider else None
+    if secret_kinds:
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[_secret_specs(secret_kinds)]))
+    fabric = GpuFabric(name, fabric_args(config), opts, validated=config)
+    pulumi.export("localQueues", fabric.local_queues)
+    return fabric
+
+
+def kubernetes_provider(target: Optional[KubernetesTarget]) -> Optional[pulumi.ProviderResource]:
+    """An explicit Kubernetes provider for the configured target, or ``None`` for the ambient kubeconfig."""
+    if target is None:
+        return None
+    import pulumi_kubernetes as k8s
+
+    if target.context:
+        return k8s.Provider("kubernetes", context=target.context)
+    cluster_ref = target.eks_cluster
+    assert cluster_ref is not None  # KubernetesTarget is eksCluster or context
+    import pulumi_aws as aws
+
+    cluster = aws.eks.get_cluster_output(name=cluster_ref.name)
+    region = cluster_ref.region or aws.config.region or ""
+    kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authorities).apply(
+        lambda values: eks_kubeconfig(cluster_ref.name, region, values[0], _ca_data(values[1])))
+    return k8s.Provider("kubernetes", kubeconfig=kubeconfig)
+
+
+def _ca_data(authorities: Any) -> str:
+    first = (authorities or [None])[0]
+    return (first.get("data") if isinstance(first, dict) else getattr(first, "data", None)) or ""
+
+
+def eks_kubeconfig(cluster: str, region: str, endpoint: str, certificate_authority: str) -> str:
+    """A kubeconfig that authenticates with ``aws eks get-token`` (no token is ever written down)."""
+    token_args = ["eks", "get-token", "--cluster-name", cluster, "--output", "json"]
+    if region:
+        token_args += ["--region", region]
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": cluster,
+        "clusters": [{"name": cluster, "cluster": {"server": endpoint, "certificate-authority-data": certificate_authority}}],
+        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": cluster}}],
+        "users": [{"name": cluster, "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws", "args": token_args}}}],
+    }, sort_keys=True)
