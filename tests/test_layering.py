@@ -1,58 +1,216 @@
-"""Data flows down: spec -> planning -> builders. The spec package must never import the builders.
+"""The package's folders are layers: imports run downward only, and no module imports itself back.
 
-A static scan of every ``import`` (top-level or inside a function) under ``gpu_fabric/spec``, so an
-import cycle between the configuration models and the manifest builders cannot come back, not even
-as a deferred import inside a validator.
+A static scan of every ``import`` under ``components/gpu_fabric`` -- at module level, inside
+functions and under ``TYPE_CHECKING`` alike -- so a cycle cannot come back as a deferred import
+inside a validator. Each folder has a rank; a module may import from its own folder or from a
+folder of lower rank, never upward. ``kubelet_agent`` runs on nodes with the standard library only
+and imports nothing else of the package.
 """
 
 import ast
 from pathlib import Path
 
-import gpu_fabric.spec
+import pytest
 
-SPEC_DIR = Path(gpu_fabric.spec.__file__).parent
-# What the builders are, and what reaches them (the planning modules and the loader build manifests).
-FORBIDDEN = ("gpu_fabric.builders", "gpu_fabric.fabric_plan", "gpu_fabric.efa_domains", "gpu_fabric.configuration",
-             "gpu_fabric.pack_verdicts")
+import gpu_fabric
+
+PACKAGE_DIR = Path(gpu_fabric.__file__).parent
+
+# Bottom to top. Folders of one rank may not import each other (cli, diff and verify are the commands).
+LAYERS: dict[str, int] = {
+    "config": 0,      # what the user writes: stack files, syntax, quantities, the models
+    "gpustack": 1,    # the operator's mirror: schemas, admission, transfer analysis, GPUStack objects
+    "kube": 2,        # node-side Kubernetes: topology rendering, device plugins, Kueue, coverage
+    "aws": 3,         # EC2 instance facts, the EFA planner, node-group inputs, user data
+    "plan": 4,        # what crosses domains: EFA domains, the fabric plan
+    "policies": 5,    # CrossGuard policies over the same pure analysis
+    "validation": 6,  # load_config: every rule, the pack's mandatory verdicts included
+    "resources": 7,   # thin Pulumi components
+    "": 8,            # the package root: the public API (lazy names)
+    "program": 9,     # the stack program, the offline render under mocks, the component provider
+    "diff": 10,
+    "verify": 10,
+    "cli": 11,
+}
+ISOLATED = {"kubelet_agent"}
+MAX_ROOT_MODULES = 3  # besides __init__.py
 
 
-def _imported_modules(path: Path) -> list[tuple[int, str]]:
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _package_of(path: Path) -> str:
+    name = _module_name(path)
+    return name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+
+
+def imported_modules(path: Path, package: str) -> list[tuple[int, str]]:
+    """``(line, dotted name)`` for every import in ``path``; ``from m import n`` yields ``m`` and ``m.n``."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    package = "gpu_fabric.spec"  # every scanned module sits directly in the spec package
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: resolve against the spec package
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                module = f"{base}.{node.module}" if node.module else base
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
             found.append((node.lineno, module))
-            # ``from gpu_fabric import builders`` names the package in the alias, not the module.
             found.extend((node.lineno, f"{module}.{alias.name}") for alias in node.names)
+    return [(line, name) for line, name in found if name == "gpu_fabric" or name.startswith("gpu_fabric.")]
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in sorted(PACKAGE_DIR.rglob("*.py"))}
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str:
+    """The module an imported dotted name lands in (``gpu_fabric.config.syntax.dns_label`` -> the module)."""
+    while name not in modules and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def _folder(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return ""
+    return parts[1] if (PACKAGE_DIR / parts[1]).is_dir() else ""
+
+
+def import_graph() -> dict[str, set[tuple[int, str]]]:
+    """Module -> the package modules it imports (with the line of each import)."""
+    modules = _modules()
+    graph: dict[str, set[tuple[int, str]]] = {}
+    for name, path in modules.items():
+        targets = {(line, _resolve(imported, modules)) for line, imported in imported_modules(path, _package_of(path))}
+        graph[name] = {(line, target) for line, target in targets if target != name}
+    return graph
+
+
+def upward_imports(graph: dict[str, set[tuple[int, str]]]) -> list[str]:
+    offences = []
+    for module, targets in sorted(graph.items()):
+        source = _folder(module)
+        for line, target in sorted(targets):
+            destination = _folder(target)
+            if source == destination:
+                continue
+            if source in ISOLATED or destination in ISOLATED:
+                offences.append(f"{module}:{line} imports {target} ({source or 'root'} -> {destination or 'root'}: "
+                                "kubelet_agent stands apart)")
+            elif source not in LAYERS or destination not in LAYERS:
+                offences.append(f"{module}:{line} imports {target}: folder without a layer in LAYERS")
+            elif LAYERS[destination] >= LAYERS[source]:
+                offences.append(f"{module}:{line} imports {target} ({source or 'root'} -> {destination or 'root'}: "
+                                "not downward)")
+    return offences
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+
+    def visit(node: str) -> None:
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(edges.get(node, ())):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
     return found
 
 
-def _offences(path: Path) -> list[str]:
-    return [f"{path.name}:{line} imports {module}" for line, module in sorted(_imported_modules(path))
-            if any(module == bad or module.startswith(bad + ".") for bad in FORBIDDEN)]
+def test_every_folder_has_a_layer() -> None:
+    folders = {path.name for path in PACKAGE_DIR.iterdir() if path.is_dir() and (path / "__init__.py").exists()}
+    assert folders - ISOLATED == set(LAYERS) - {""}
 
 
-def test_spec_package_never_imports_the_builders() -> None:
-    modules = sorted(SPEC_DIR.rglob("*.py"))
-    assert len(modules) > 5  # the scan really looks at the spec package
-    offences = [offence for path in modules for offence in _offences(path)]
-    assert offences == []
+def test_imports_run_downward_only() -> None:
+    graph = import_graph()
+    assert len(graph) > 80  # the scan really sees the package
+    assert upward_imports(graph) == []
 
 
-def test_the_scan_sees_deferred_and_package_imports(tmp_path: Path) -> None:
+def test_no_import_cycle_between_modules_or_folders() -> None:
+    graph = import_graph()
+    module_edges = {module: {target for _, target in targets} for module, targets in graph.items()}
+    assert cycles(module_edges) == []
+    folder_edges: dict[str, set[str]] = {}
+    for module, targets in module_edges.items():
+        folder_edges.setdefault(_folder(module), set()).update(
+            _folder(target) for target in targets if _folder(target) != _folder(module))
+    assert cycles(folder_edges) == []
+
+
+def test_the_root_holds_the_public_api_and_few_modules() -> None:
+    loose = sorted(path.name for path in PACKAGE_DIR.glob("*.py") if path.name != "__init__.py")
+    assert len(loose) <= MAX_ROOT_MODULES, loose
+
+
+def test_the_node_agent_uses_the_standard_library_only() -> None:
+    agent = PACKAGE_DIR / "kubelet_agent"
+    for path in sorted(agent.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                assert node.module.split(".")[0] in __import__("sys").stdlib_module_names, (path.name, node.module)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert alias.name.split(".")[0] in __import__("sys").stdlib_module_names, (path.name, alias.name)
+
+
+def test_the_scan_sees_deferred_relative_and_package_imports(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
-    planted.write_text("def check():\n    from gpu_fabric.builders.kueue import pool_quotas\n"
-                       "from gpu_fabric import builders\nfrom ..builders import gpustack\n")
-    assert _offences(planted) == ["planted.py:2 imports gpu_fabric.builders.kueue",
-                                  "planted.py:2 imports gpu_fabric.builders.kueue.pool_quotas",
-                                  "planted.py:3 imports gpu_fabric.builders",
-                                  "planted.py:4 imports gpu_fabric.builders",
-                                  "planted.py:4 imports gpu_fabric.builders.gpustack"]
+    planted.write_text("def check():\n    from gpu_fabric.kube.kueue import pool_quotas\n"
+                       "from gpu_fabric import policies\nfrom ..plan import fabric_plan\n"
+                       "if TYPE_CHECKING:\n    import gpu_fabric.validation.configuration\n")
+    assert sorted(imported_modules(planted, "gpu_fabric.config")) == [
+        (2, "gpu_fabric.kube.kueue"), (2, "gpu_fabric.kube.kueue.pool_quotas"),
+        (3, "gpu_fabric"), (3, "gpu_fabric.policies"),
+        (4, "gpu_fabric.plan"), (4, "gpu_fabric.plan.fabric_plan"),
+        (6, "gpu_fabric.validation.configuration")]
+
+
+@pytest.mark.parametrize("graph, offence", [
+    ({"gpu_fabric.config.pool": {(3, "gpu_fabric.gpustack.transfer")}}, "config -> gpustack: not downward"),
+    ({"gpu_fabric.kube.coverage": {(9, "gpu_fabric.aws.efa")}}, "kube -> aws: not downward"),
+    ({"gpu_fabric.diff.compare": {(1, "gpu_fabric.verify.checks")}}, "diff -> verify: not downward"),
+    ({"gpu_fabric.kubelet_agent.reconcile": {(4, "gpu_fabric.config.syntax")}}, "kubelet_agent stands apart"),
+])
+def test_an_upward_import_is_named_with_its_line(graph, offence) -> None:
+    [message] = upward_imports(graph)
+    assert offence in message and ":" in message
+
+
+def test_a_planted_cycle_is_found() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

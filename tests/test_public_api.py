@@ -1,13 +1,15 @@
 """The package root exports the components and their Args, and importing it stays cheap."""
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import gpu_fabric
 
-COMPONENTS = ["GpuFabric", "EfaNodeGroup", "KueuePool", "KVCache", "ModelDeployment", "EfaDevicePlugin",
+COMPONENTS = ["GpuFabric", "EfaDomain", "EfaNodeGroup", "KueuePool", "KVCache", "ModelDeployment", "EfaDevicePlugin",
               "GpuStackDeviceManager", "KubeletTopologyAgent"]
 
 
@@ -31,3 +33,16 @@ def test_importing_the_package_does_not_import_pulumi() -> None:
     code = "import sys, gpu_fabric; print(sorted(m for m in ('pulumi', 'pulumi_aws', 'boto3') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_every_component_the_readme_lists_comes_from_the_package_root() -> None:
+    import pulumi
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = readme[readme.index("| part |"):readme.index("## Using it")]
+    listed = sorted({name for cell in re.findall(r"^\| ([^|]+) \|", table, re.M)
+                     for name in re.findall(r"`([A-Z][A-Za-z]+)`", cell)})
+    assert {"EfaDomain", "GpuFabric", "KubeletTopologyAgent"} <= set(listed)
+    for name in listed:
+        assert issubclass(getattr(gpu_fabric, name), pulumi.ComponentResource), name
+        assert f"{name}Args" in gpu_fabric.__all__, name

@@ -1,14 +1,17 @@
 """gpu-fabric: typed Pulumi components for RDMA/EFA GPU fabrics.
 
-Layers (data flows down, nothing flows back up):
+Folders, bottom to top (imports only run downward; ``tests/test_layering.py`` keeps it so):
 
-* ``gpu_fabric.spec``       -- pydantic models of the stack configuration, validated whole.
-* pure planning             -- ``naming``, ``transfer``, ``efa``, ``catalog``, ``topology``, ``coverage``.
-* ``gpu_fabric.builders``   -- plain dicts for every Kubernetes object (no Pulumi inside).
-* ``gpu_fabric.aws``        -- plain dicts for every AWS resource input (no Pulumi inside).
-* ``gpu_fabric.resources``  -- thin Pulumi ``ComponentResource`` classes that register those dicts.
-* ``gpu_fabric.policies``   -- CrossGuard policies over the same pure analysis.
-* ``gpu_fabric.cli``        -- ``gpu-fabric render | lint | check | efa-info``.
+* ``gpu_fabric.config``      -- what the user writes: stack-file reading, syntax, quantities, the models.
+* ``gpu_fabric.gpustack``    -- the GPUStack operator's mirror: schemas, admission, transfer analysis, objects.
+* ``gpu_fabric.kube``        -- node-side Kubernetes: topology rendering, device plugins, Kueue, coverage.
+* ``gpu_fabric.aws``         -- EC2 instance facts, the EFA planner, node-group inputs, user data.
+* ``gpu_fabric.plan``        -- what crosses domains: EFA domains, the fabric plan.
+* ``gpu_fabric.policies``    -- CrossGuard policies over the same pure analysis.
+* ``gpu_fabric.validation``  -- ``load_config``: the whole configuration, the pack's verdicts included.
+* ``gpu_fabric.resources``   -- thin Pulumi ``ComponentResource`` classes that register plain dicts.
+* ``gpu_fabric.program``     -- the stack program, the offline render under mocks, the provider.
+* ``gpu_fabric.cli``, ``gpu_fabric.diff``, ``gpu_fabric.verify`` -- the commands.
 
 Importing the package stays cheap: nothing here imports Pulumi or boto3.
 """
@@ -23,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 _PUBLIC = {
     "GpuFabric": "gpu_fabric.resources.fabric",
     "GpuFabricArgs": "gpu_fabric.resources.fabric",
+    "EfaDomain": "gpu_fabric.resources.efa_domain",
+    "EfaDomainArgs": "gpu_fabric.resources.efa_domain",
     "EfaNodeGroup": "gpu_fabric.resources.efa_node_group",
     "EfaNodeGroupArgs": "gpu_fabric.resources.efa_node_group",
     "KueuePool": "gpu_fabric.resources.kueue_pool",
@@ -48,6 +53,7 @@ if TYPE_CHECKING:  # what static type checkers and IDEs see; the same names __ge
         GpuStackDeviceManager,
         GpuStackDeviceManagerArgs,
     )
+    from gpu_fabric.resources.efa_domain import EfaDomain, EfaDomainArgs
     from gpu_fabric.resources.efa_node_group import EfaNodeGroup, EfaNodeGroupArgs
     from gpu_fabric.resources.fabric import GpuFabric, GpuFabricArgs
     from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent, KubeletTopologyAgentArgs
