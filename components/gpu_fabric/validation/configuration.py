@@ -26,6 +26,7 @@ from gpu_fabric.config.base import ConfigError, number_problems
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.config.pool import PoolSpec
 from gpu_fabric.config.syntax import region_of_zone
+from gpu_fabric.gpustack.profiles import UnknownOperatorVersion, profile_for
 from gpu_fabric.gpustack.transfer import analyze
 
 
@@ -42,7 +43,8 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         config = FabricConfig.model_validate(dict(values))
     except ValidationError as error:
         raise ConfigError.from_validation_error(error) from None
-    problems = list(_reference_problems(config))
+    problems = list(_operator_problems(config))
+    problems.extend(_reference_problems(config))
     problems.extend(_aws_target_problems(config, aws_region))
     if not problems:
         problems.extend(_coverage_problems(config))
@@ -59,6 +61,14 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
     if problems:
         raise ConfigError(problems)
     return config
+
+
+def _operator_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+    """The operator version must be one gpu-fabric mirrors: it decides every GPUStack object's schema and rules."""
+    try:
+        profile_for(config.gpustack_operator)
+    except UnknownOperatorVersion as error:
+        yield "gpustackOperator", str(error)
 
 
 def _aws_target_problems(config: FabricConfig, aws_region: Optional[str]) -> Iterable[tuple[str, str]]:
@@ -133,9 +143,10 @@ def _reference_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
                    f"{deployment.namespace} ({_listing(name for ns, name in bindings if ns == deployment.namespace)})")
         for j, role in enumerate(deployment.roles):
             path = f"modelDeployments[{i}].roles[{j}]"
-            role_pool = config.pool(role.instance_type)
+            role_pool = config.pool(role.pool)
             if role_pool is None:
-                yield f"{path}.instanceType", f"names no pool of this stack ({_listing(p.name for p in config.pools)})"
+                field = "instanceType" if role.instance_type is not None else "acceleratorType"
+                yield f"{path}.{field}", f"names no pool of this stack ({_listing(p.name for p in config.pools)})"
                 continue
             yield from _role_fits_pool(path, role.resources.accelerator, role.resources.interface, role_pool)
 
@@ -178,6 +189,7 @@ def _transfer_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
     report = analyze(
         gpustack_manifests(config),
         manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},
+        operator=config.gpustack_operator,
     )
     deployment_position: dict[tuple[Optional[str], str], int] = {
         (d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}
