@@ -167,14 +167,36 @@ def validate_object(obj: Mapping[str, Any], profile: Profile | None = None) -> l
     _check(obj, schema, "", found)
     ns = namespace if isinstance(namespace, str) else None
     findings = []
+    renamed = {f"{where.rpartition('.')[0]}.{note.rename_to}": where
+               for note in profile.hints if note.kind == kind and note.rename_to
+               for where in present_paths(obj, note.path)}
     for path, message in found:
-        hint = profile.hint(kind, _without_indices(path))
-        findings.append(Finding(kind, name, path, f"{message}; {hint}" if hint else message, ns))
+        if path in renamed:
+            continue  # the old spelling's finding already says to write this field, with its value
+        note = profile.hint(kind, _without_indices(path))
+        if note is not None and note.rename_to:
+            message = (f"unknown field for GPUStack operator {profile.assumed}, which spells it {note.rename_to}: write "
+                       f"{note.rename_to}: {_show(_value_at(obj, path))} instead; {note.note}")
+        elif note is not None:
+            message = f"{message}; {note.note}"
+        findings.append(Finding(kind, name, path, message, ns))
     for note in profile.unconfirmed:
         if note.kind == kind:
             findings.extend(Finding(kind, name, path, f"not confirmed for {profile.assumed}: {note.note} ({note.source})",
                                     ns, "warning") for path in present_paths(obj, note.path))
     return findings
+
+
+def _value_at(obj: Any, path: str) -> Any:
+    """The value at a concrete path (``spec.roles[1].instanceType``), or ``None``."""
+    value = obj
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            value = value[index] if isinstance(value, (list, tuple)) and index < len(value) else None
+        else:
+            value = value.get(part) if isinstance(value, Mapping) else None
+    return value
 
 
 def present_paths(obj: Any, path: str) -> list[str]:

@@ -10,6 +10,7 @@ webhook owes ``engine.version`` (``validateModelDeploymentEngineVersion``) and `
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 from gpu_fabric.gpustack.admission import engine_version_rule
@@ -40,8 +41,7 @@ PROFILE = Profile(
             "or set gpustackOperator to the release the cluster runs (0.10.0 and 0.11.2 take engine.image)"),
             f"pkg/worker/webhooks/worker/model_deployment.go@{OPERATOR_COMMIT[:12]}"),
         *SHARED_HINTS,
-        *(FieldNote(note.kind, note.path, f"{note.note}; main@{OPERATOR_COMMIT[:8]} does not have it", note.source)
-          for note in LATER_LINE_FIELDS),
+        *(replace(note, note=f"{note.note}; main@{OPERATOR_COMMIT[:8]} does not have it") for note in LATER_LINE_FIELDS),
     ),
     unconfirmed=(),
     sources=tuple(Source(f"{path} (rules, schema or messages)", f"{OPERATOR_REPOSITORY}/{path}@{commit}")

@@ -39,6 +39,9 @@ class FieldNote:
     path: str
     note: str
     source: str = ""
+    rename_to: str = ""
+    """For a hint: the field's name on this line when it is the same field spelt differently
+    (``instanceType`` -> ``acceleratorType``); the refusal then quotes the value to move."""
 
 
 @dataclass(frozen=True)
@@ -81,9 +84,9 @@ class Profile:
         """This profile, remembering the exact version the user named (messages quote it)."""
         return replace(self, version=version)
 
-    def hint(self, kind: str, path: str) -> str | None:
+    def hint(self, kind: str, path: str) -> FieldNote | None:
         """What to write instead of ``kind``'s ``path`` (indices removed) when this line lacks it."""
-        return next((note.note for note in self.hints if note.kind == kind and note.path == path), None)
+        return next((note for note in self.hints if note.kind == kind and note.path == path), None)
 
     def unconfirmed_note(self, kind: str, path: str) -> FieldNote | None:
         """The note on an unconfirmed field, or ``None`` when the field is confirmed (or absent)."""

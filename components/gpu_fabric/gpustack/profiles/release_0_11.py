@@ -30,7 +30,8 @@ PROFILE = Profile(
     hints=(
         FieldNote("ModelDeployment", "spec.roles.instanceType", (
             f"operator {RELEASE} names a role's pool in roles[].acceleratorType (an AcceleratorType, "
-            f"`kubectl get acctype`): write acceleratorType: <the same name> instead ({CONFIGURATION})"), CONFIGURATION),
+            f"`kubectl get acctype`) ({CONFIGURATION}); whether instanceType is still accepted as an alias was "
+            "not found"), CONFIGURATION, rename_to="acceleratorType"),
         *SHARED_HINTS,
     ),
     unconfirmed=(

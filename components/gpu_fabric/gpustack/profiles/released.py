@@ -9,6 +9,7 @@ leave a field's fate open the field is *unconfirmed* (a lint warning), never sil
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 from gpu_fabric.config.shapes import mapping_at
@@ -35,7 +36,7 @@ _BACKEND_0_11 = docs_page("0.11.2", "docs/modules/kv-cache/backend/")
 LATER_LINE_FIELDS: tuple[FieldNote, ...] = (
     FieldNote("ModelDeployment", "spec.roles.acceleratorType",
               "roles[].acceleratorType (an AcceleratorType, `kubectl get acctype`) is the 0.11 line's spelling; "
-              "this line names the pool in roles[].instanceType", _CONFIGURATION_0_11),
+              "this line names the pool in roles[].instanceType", _CONFIGURATION_0_11, rename_to="instanceType"),
     *(FieldNote("ModelDeployment", f"spec.roles.resources.{name}",
                 f"roles[].resources.{name} arrives with the 0.11 line; drop it here", _CONFIGURATION_0_11)
       for name in ("cpu", "ram", "localStorage")),
@@ -50,8 +51,8 @@ LATER_LINE_FIELDS: tuple[FieldNote, ...] = (
 
 def hints_before_0_11(version_label: str) -> tuple[FieldNote, ...]:
     """:data:`LATER_LINE_FIELDS` worded for a line older than 0.11, plus the shared hints."""
-    return (*SHARED_HINTS, *(FieldNote(n.kind, n.path, f"{n.note} (operator {version_label} has no such field; "
-                                        f"see {n.source})", n.source) for n in LATER_LINE_FIELDS))
+    return (*SHARED_HINTS, *(replace(n, note=f"{n.note} (operator {version_label} has no such field; see {n.source})")
+                             for n in LATER_LINE_FIELDS))
 
 
 def required_engine_image_rule(spec: Mapping[str, Any], profile: Profile) -> list[tuple[str, str, str]]:
