@@ -390,6 +390,8 @@ def test_diff_shows_the_objects_a_move_to_0_11_changes(tmp_path, capsys):
     assert {name: step["op"] for name, step in steps.items()} == {
         "fabric-team-a-qwen-pd-deployment": "update", "fabric-team-a-qwen-pd": "update", "fabric-kv-cache": "update",
         "fabric": "update"}
-    assert sorted(steps["fabric-team-a-qwen-pd-deployment"]["diffReasons"]) == [
+    deployment_step = steps["fabric-team-a-qwen-pd-deployment"]
+    assert deployment_step["diffReasons"] == ["spec"]
+    assert sorted(deployment_step["detailedDiff"]) == [
         f"spec.roles[{i}].{field}" for i in (0, 1) for field in ("acceleratorType", "instanceType")]
     assert all(steps[name]["diffReasons"] == ["gpustackOperator"] for name in ("fabric", "fabric-kv-cache", "fabric-team-a-qwen-pd"))
