@@ -52,6 +52,9 @@ CHANGES_FILE = "changes.yaml"
 """A derived profile's folder holds this instead of CRD files: ``derived_from`` (another folder) and the
 documented ``changes`` per kind (``add``, ``remove``, ``rename`` of a property path)."""
 
+_SCHEMA_OWNER = "the operator's schema"
+"""How a message names the schema; :func:`validate_object` names the operator version assumed instead."""
+
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
@@ -170,15 +173,18 @@ def validate_object(obj: Mapping[str, Any], profile: Profile | None = None) -> l
     renamed = {f"{where.rpartition('.')[0]}.{note.rename_to}": where
                for note in profile.hints if note.kind == kind and note.rename_to
                for where in present_paths(obj, note.path)}
+    owner = f"the schema of GPUStack operator {profile.assumed}"
     for path, message in found:
         if path in renamed:
             continue  # the old spelling's finding already says to write this field, with its value
+        message = message.replace(_SCHEMA_OWNER, owner)
         note = profile.hint(kind, _without_indices(path))
+        text = note.note.replace("{version}", profile.assumed) if note is not None else ""
         if note is not None and note.rename_to:
             message = (f"unknown field for GPUStack operator {profile.assumed}, which spells it {note.rename_to}: write "
-                       f"{note.rename_to}: {_show(_value_at(obj, path))} instead; {note.note}")
+                       f"{note.rename_to}: {_show(_value_at(obj, path))} instead; {text}")
         elif note is not None:
-            message = f"{message}; {note.note}"
+            message = f"{message}; {text}"
         findings.append(Finding(kind, name, path, message, ns))
     for note in profile.unconfirmed:
         if note.kind == kind:
@@ -331,11 +337,11 @@ def _check_object(value: Mapping[str, Any], schema: Mapping[str, Any], path: str
         elif isinstance(additional, Mapping):
             _check(item, additional, child, found)
         else:
-            found.append((child, "unknown field: the operator's schema does not declare it, so the API server "
+            found.append((child, f"unknown field: {_SCHEMA_OWNER} does not declare it, so the API server "
                                  "would prune it and its value would be lost"))
     for key in schema.get("required") or ():
         if key not in value and "default" not in (properties.get(key) or {}):
-            found.append((_join(path, key), "Required value: the operator's schema requires this field"))
+            found.append((_join(path, key), f"Required value: {_SCHEMA_OWNER} requires this field"))
 
 
 def _check_array(items: list[Any], schema: Mapping[str, Any], path: str, found: list[tuple[str, str]]) -> None:

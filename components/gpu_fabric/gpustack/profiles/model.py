@@ -38,6 +38,7 @@ class FieldNote:
     kind: str
     path: str
     note: str
+    """The text; ``{version}`` in it stands for the version the user named."""
     source: str = ""
     rename_to: str = ""
     """For a hint: the field's name on this line when it is the same field spelt differently

@@ -24,7 +24,7 @@ PROFILE = Profile(
     schema_basis="derived",
     pool_field="instanceType",
     engine_rule=required_engine_image_rule,
-    hints=hints_before_0_11(RELEASE),
+    hints=hints_before_0_11(),
     unconfirmed=(
         FieldNote("ModelDeployment", "spec.engine.version", ENGINE_VERSION_OPEN.format(version=RELEASE),
                   docs_page(RELEASE, "docs/modules/model-deployment/deployment/index.md")),

@@ -29,7 +29,7 @@ PROFILE = Profile(
     engine_rule=required_engine_image_rule,
     hints=(
         FieldNote("ModelDeployment", "spec.roles.instanceType", (
-            f"operator {RELEASE} names a role's pool in roles[].acceleratorType (an AcceleratorType, "
+            "operator {version} names a role's pool in roles[].acceleratorType (an AcceleratorType, "
             f"`kubectl get acctype`) ({CONFIGURATION}); whether instanceType is still accepted as an alias was "
             "not found"), CONFIGURATION, rename_to="acceleratorType"),
         *SHARED_HINTS,

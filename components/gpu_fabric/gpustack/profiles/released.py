@@ -49,9 +49,10 @@ LATER_LINE_FIELDS: tuple[FieldNote, ...] = (
 """Fields the 0.11 docs show that older lines lack: refused there, naming where they come from."""
 
 
-def hints_before_0_11(version_label: str) -> tuple[FieldNote, ...]:
-    """:data:`LATER_LINE_FIELDS` worded for a line older than 0.11, plus the shared hints."""
-    return (*SHARED_HINTS, *(replace(n, note=f"{n.note} (operator {version_label} has no such field; see {n.source})")
+def hints_before_0_11() -> tuple[FieldNote, ...]:
+    """:data:`LATER_LINE_FIELDS` worded for a line older than 0.11 (``{version}`` is the version assumed),
+    plus the shared hints."""
+    return (*SHARED_HINTS, *(replace(n, note=f"{n.note} (operator {{version}} has no such field; see {n.source})")
                              for n in LATER_LINE_FIELDS))
 
 
