@@ -395,3 +395,43 @@ def test_diff_shows_the_objects_a_move_to_0_11_changes(tmp_path, capsys):
     assert sorted(deployment_step["detailedDiff"]) == [
         f"spec.roles[{i}].{field}" for i in (0, 1) for field in ("acceleratorType", "instanceType")]
     assert all(steps[name]["diffReasons"] == ["gpustackOperator"] for name in ("fabric", "fabric-kv-cache", "fabric-team-a-qwen-pd"))
+
+
+# ---- the components take the same value --------------------------------------------------------------------
+
+
+def _registered(program):
+    from gpu_fabric.program.render import render_stack
+
+    return render_stack("test", config={}, program=program).resources
+
+
+def test_the_kv_cache_component_judges_under_its_gpustack_operator():
+    from gpu_fabric.resources.kv_cache import KVCache
+
+    backend = {"name": "mooncake-dram", "transport": {"protocol": "RDMA"}, "connection": {"managed": {
+        "leader": {"election_backend": "None"},
+        "members": [{"node_selector": {"kubernetes.io/os": "linux"}, "medium": "DRAM", "capacity_per_member": "8Gi"}]}}}
+    resources = _registered(lambda: KVCache("cache", {"backends": [backend], "gpustack_operator": "0.11.2"}))
+    [component] = [r for r in resources if r.type == "gpu-fabric:index:KVCache"]
+    assert component.inputs == {"gpustackOperator": "0.11.2"}  # what the policy pack reads
+    with pytest.raises(ConfigError) as caught:  # the default line has no electionBackend
+        _registered(lambda: KVCache("cache", {"backends": [backend]}))
+    assert "KVCacheBackend mooncake-dram.spec.connection.managed.leader.electionBackend: unknown field" in str(caught.value)
+    assert "arrives with the 0.11 line" in str(caught.value)
+
+
+def test_the_fabric_passes_its_operator_to_every_gpustack_component():
+    from gpu_fabric.resources.fabric import GpuFabric
+    from stack_configs import as_args
+
+    values = seed_values()
+    values["gpustackOperator"] = "0.11.2"
+    for role in values["modelDeployments"][0]["roles"]:
+        role["acceleratorType"] = role.pop("instanceType")
+    resources = _registered(lambda: GpuFabric("fabric", as_args(values)))
+    carriers = {r.type: r.inputs["gpustackOperator"] for r in resources if "gpustackOperator" in r.inputs}
+    assert carriers == {"gpu-fabric:index:GpuFabric": "0.11.2", "gpu-fabric:index:KVCache": "0.11.2",
+                        "gpu-fabric:index:ModelDeployment": "0.11.2"}
+    [manifest] = [r.inputs for r in resources if r.type.endswith(":ModelDeployment") and r.type.startswith("kubernetes:")]
+    assert [role["acceleratorType"] for role in manifest["spec"]["roles"]] == ["gpustack--nvidia-a10g-linux-amd64"] * 2
