@@ -94,6 +94,7 @@ class Profile:
         return next((note for note in self.unconfirmed if note.kind == kind and note.path == path), None)
 
     def describe(self) -> str:
-        """One line for ``gpu-fabric --version``: the line, its releases and its sources' summary."""
+        """One line for ``gpu-fabric --version``: the line, its releases, how sure it is, and where it was read."""
         releases = ", ".join(self.releases) if self.releases else "no release"
-        return f"{self.line} ({releases}): {self.summary}"
+        where = self.docs or (self.sources[0].where if self.sources else "")
+        return f"{self.line} ({releases}): {self.summary}; read at {where} ({len(self.sources)} sources)"
