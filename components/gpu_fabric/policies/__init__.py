@@ -21,6 +21,7 @@ from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
 from gpu_fabric.policies.efa_domains import efa_domain_placement, efa_domain_security_group
 from gpu_fabric.policies.efa_interfaces import efa_launch_template_interfaces
+from gpu_fabric.policies.instance_facts import pool_instance_facts
 from gpu_fabric.policies.kueue import kueue_fabric_keys_covered, kueue_fabric_workload_queue
 from gpu_fabric.policies.kv_cache import kv_cache_transport_fabric
 from gpu_fabric.policies.node_groups import efa_node_group_placement
@@ -42,6 +43,7 @@ from gpu_fabric.policies.transfer_paths import transfer_path_consistency
 ALL_POLICIES: list[Policy] = [
     transfer_path_consistency,
     efa_launch_template_interfaces,
+    pool_instance_facts,
     efa_security_group_self_rules,
     efa_node_group_placement,
     efa_domain_placement,
@@ -85,5 +87,6 @@ __all__ = [
     "launch_template_imdsv2",
     "model_deployment_unprivileged_roles",
     "mooncake_members_unprivileged",
+    "pool_instance_facts",
     "transfer_path_consistency",
 ]

@@ -44,6 +44,7 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         raise ConfigError.from_validation_error(error) from None
     problems = list(_reference_problems(config))
     problems.extend(_aws_target_problems(config, aws_region))
+    problems.extend(_instance_fact_problems(config))
     if not problems:
         problems.extend(_coverage_problems(config))
         problems.extend(_topology_agent_problems(config))
@@ -81,6 +82,18 @@ def _aws_target_problems(config: FabricConfig, aws_region: Optional[str]) -> Ite
         if region and region_of_zone(pool.aws.availability_zone) != region:
             yield (f"pools[{i}].aws.availabilityZone",
                    f"{pool.aws.availability_zone} is not in region {region}, where the node group is created")
+
+
+def _instance_fact_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+    """Pool names and counts the instance facts contradict (the ``pool-instance-facts`` policy's function)."""
+    from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings
+
+    for i, pool in enumerate(config.pools):
+        if pool.aws is None:
+            continue
+        items = known_items(pool.aws.instance_types)
+        for finding in pool_instance_findings(pool.model_dump(by_alias=True, exclude_none=True), items):
+            yield f"pools[{i}].{finding.field}", f"{finding.message} (policy pool-instance-facts)"
 
 
 def _duplicates(names: Iterable[Any]) -> set[Any]:
