@@ -55,6 +55,8 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         # Domains read the transfer legs, so they are decided once the legs are admissible.
         problems.extend(_domain_problems(config))
     if not problems:
+        problems.extend(_advertiser_problems(config))
+    if not problems:
         # What a mandatory policy of the pack refuses from configuration alone, the stack refuses too.
         problems.extend(pack_problems(config))
     if problems:
@@ -94,6 +96,27 @@ def _instance_fact_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
         items = known_items(pool.aws.instance_types)
         for finding in pool_instance_findings(pool.model_dump(by_alias=True, exclude_none=True), items):
             yield f"pools[{i}].{finding.field}", f"{finding.message} (policy pool-instance-facts)"
+
+
+def _advertiser_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+    """The stack's own device plugins against its pools (the ``fabric-advertisers`` policy's function)."""
+    from gpu_fabric.kube.advertisers import ERROR, advertiser_findings
+    from gpu_fabric.kube.device_plugins import device_managers_for_pools, efa_plugin_for_pools
+    from gpu_fabric.kube.workloads import fabric_pool_of
+    from gpu_fabric.plan.fabric_plan import device_manager_args, efa_plugin_args
+
+    daemonsets = []
+    efa_args, manager_args = efa_plugin_args(config), device_manager_args(config)
+    if efa_args:
+        daemonsets.append(efa_plugin_for_pools(efa_args)[0])
+    if manager_args:
+        daemonsets.extend(device_managers_for_pools(manager_args)[0])
+    position = {pool.name: i for i, pool in enumerate(config.pools)}
+    for finding in advertiser_findings([fabric_pool_of(pool) for pool in config.pools], daemonsets):
+        if finding.severity != ERROR:
+            continue
+        path = "devicePlugins.efa.imageTag" if finding.rule == "efa-plugin-version" else f"pools[{position[finding.pool]}]"
+        yield path, f"{finding.message} (policy fabric-advertisers)"
 
 
 def _duplicates(names: Iterable[Any]) -> set[Any]:
