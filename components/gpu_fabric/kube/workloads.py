@@ -431,6 +431,8 @@ class WorkloadReport:
     """``(object, pod template path, why)`` for templates that land on no pool of the stack."""
     passed_over: int = 0
     """Objects that are not workloads (no pod template)."""
+    device_plugins: int = 0
+    """Device-plugin DaemonSets: advertisers, judged by :mod:`gpu_fabric.kube.advertisers` instead."""
 
     @property
     def errors(self) -> list[WorkloadFinding]:
@@ -439,6 +441,22 @@ class WorkloadReport:
     @property
     def warnings(self) -> list[WorkloadFinding]:
         return [f for f in self.findings if f.severity == WARNING]
+
+
+DEVICE_PLUGIN_SOCKET_DIR = "/var/lib/kubelet/device-plugins"
+"""Where every device plugin registers with the kubelet (Kubernetes device-plugin API)."""
+
+
+def is_device_plugin(obj: Mapping[str, Any], templates: Sequence[tuple[str, Mapping[str, Any]]]) -> bool:
+    """A DaemonSet that mounts the kubelet's device-plugin directory: an advertiser, not a workload."""
+    if obj.get("kind") != "DaemonSet":
+        return False
+    for _, pod_spec in templates:
+        for volume in pod_spec.get("volumes") or []:
+            path = str(((volume or {}).get("hostPath") or {}).get("path") or "").rstrip("/")
+            if path == DEVICE_PLUGIN_SOCKET_DIR:
+                return True
+    return False
 
 
 def landing_pools(pod_spec: Mapping[str, Any], pools: Sequence[FabricPool]) -> tuple[list[FabricPool], list[str]]:
@@ -480,6 +498,9 @@ def judge_workloads(objects: Iterable[Mapping[str, Any]], pools: Sequence[Fabric
             raise WorkloadShapeError(f"{ref} {error.path}", error.message) from None
         if not templates:
             report.passed_over += 1
+            continue
+        if is_device_plugin(obj, templates):
+            report.device_plugins += 1
             continue
         for pod_path, pod_spec in templates:
             landing, refusals = landing_pools(pod_spec, pools)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
+from gpu_fabric.policies.advertisers import fabric_advertisers
 from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
 from gpu_fabric.policies.efa_domains import efa_domain_placement, efa_domain_security_group
@@ -39,6 +40,7 @@ from gpu_fabric.policies.topology import (
     fabric_pool_topology_delivered,
 )
 from gpu_fabric.policies.transfer_paths import transfer_path_consistency
+from gpu_fabric.policies.workloads import fabric_workloads, fabric_workloads_advisory
 
 ALL_POLICIES: list[Policy] = [
     transfer_path_consistency,
@@ -49,6 +51,7 @@ ALL_POLICIES: list[Policy] = [
     efa_domain_placement,
     efa_domain_security_group,
     device_plugin_coverage,
+    fabric_advertisers,
     device_manager_least_privilege,
     fabric_pool_topology,
     fabric_pool_topology_alignment,
@@ -61,6 +64,8 @@ ALL_POLICIES: list[Policy] = [
     launch_template_ebs_encrypted,
     model_deployment_unprivileged_roles,
     kubelet_host_access,
+    fabric_workloads,
+    fabric_workloads_advisory,
 ]
 """Every policy, in the order the pack lists them."""
 
@@ -76,7 +81,10 @@ __all__ = [
     "efa_launch_template_interfaces",
     "efa_node_group_placement",
     "efa_security_group_self_rules",
+    "fabric_advertisers",
     "fabric_pool_topology",
+    "fabric_workloads",
+    "fabric_workloads_advisory",
     "fabric_pool_topology_alignment",
     "fabric_pool_topology_delivered",
     "kubelet_host_access",
