@@ -23,6 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "lint", help="validate GPUStack objects against the operator's schema and decide them as its admission does")
     parser.add_argument("files", nargs="+", type=Path, help="YAML manifests (multi-document files welcome)")
+    parser.add_argument("--stack", default=None, metavar="NAME",
+                        help="also judge workloads and device plugins against this stack's pools (stacks/Pulumi.NAME.yaml; "
+                             "see docs/workloads.md)")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
     parser.set_defaults(func=run)
 
 
@@ -122,6 +126,14 @@ def run(args: argparse.Namespace) -> int:
     gpustack = sum(1 for m in manifests if is_gpustack_object(m))
     report = analyze(manifests)
     print(format_report(report, gpustack, len(manifests) - gpustack, sources))
+    if getattr(args, "stack", None):
+        from gpu_fabric.cli.lint_workloads import lint_against_stack
+
+        stack_verdict = lint_against_stack(args.stack, args.project, read)
+        if stack_verdict == EXIT_USAGE:
+            return EXIT_USAGE
+        if stack_verdict == EXIT_FINDINGS:
+            return EXIT_FINDINGS
     return EXIT_FINDINGS if report.errors else EXIT_OK
 
 

@@ -218,7 +218,8 @@ class ContainerView:
         resources = self.container.get("resources") or {}
         for section in ("limits", "requests"):
             for key in resources.get(section) or {}:
-                found.setdefault(str(key), f"{self.path}.resources.{section}.{key}")
+                # Resource names hold dots and slashes: bracketed, so the path stays readable.
+                found.setdefault(str(key), f'{self.path}.resources.{section}["{key}"]')
         return found
 
     def fabric_keys(self) -> dict[str, str]:

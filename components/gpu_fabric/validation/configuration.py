@@ -20,6 +20,7 @@ from gpu_fabric.gpustack.objects import gpustack_manifests
 from gpu_fabric.kube.kueue import pool_quotas
 from gpu_fabric.plan.efa_domains import domains_from_config
 from gpu_fabric.plan.fabric_plan import coverage_gaps, topology_agent_problems
+from gpu_fabric.validation.fabric_facts import advertiser_problems, instance_fact_problems
 from gpu_fabric.validation.pack_verdicts import pack_problems
 from gpu_fabric.config.quantity import parse_quantity, whole_count
 from gpu_fabric.config.base import ConfigError, number_problems
@@ -44,7 +45,7 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         raise ConfigError.from_validation_error(error) from None
     problems = list(_reference_problems(config))
     problems.extend(_aws_target_problems(config, aws_region))
-    problems.extend(_instance_fact_problems(config))
+    problems.extend(instance_fact_problems(config))
     if not problems:
         problems.extend(_coverage_problems(config))
         problems.extend(_topology_agent_problems(config))
@@ -55,7 +56,7 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         # Domains read the transfer legs, so they are decided once the legs are admissible.
         problems.extend(_domain_problems(config))
     if not problems:
-        problems.extend(_advertiser_problems(config))
+        problems.extend(advertiser_problems(config))
     if not problems:
         # What a mandatory policy of the pack refuses from configuration alone, the stack refuses too.
         problems.extend(pack_problems(config))
@@ -84,39 +85,6 @@ def _aws_target_problems(config: FabricConfig, aws_region: Optional[str]) -> Ite
         if region and region_of_zone(pool.aws.availability_zone) != region:
             yield (f"pools[{i}].aws.availabilityZone",
                    f"{pool.aws.availability_zone} is not in region {region}, where the node group is created")
-
-
-def _instance_fact_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
-    """Pool names and counts the instance facts contradict (the ``pool-instance-facts`` policy's function)."""
-    from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings
-
-    for i, pool in enumerate(config.pools):
-        if pool.aws is None:
-            continue
-        items = known_items(pool.aws.instance_types)
-        for finding in pool_instance_findings(pool.model_dump(by_alias=True, exclude_none=True), items):
-            yield f"pools[{i}].{finding.field}", f"{finding.message} (policy pool-instance-facts)"
-
-
-def _advertiser_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
-    """The stack's own device plugins against its pools (the ``fabric-advertisers`` policy's function)."""
-    from gpu_fabric.kube.advertisers import ERROR, advertiser_findings
-    from gpu_fabric.kube.device_plugins import device_managers_for_pools, efa_plugin_for_pools
-    from gpu_fabric.kube.workloads import fabric_pool_of
-    from gpu_fabric.plan.fabric_plan import device_manager_args, efa_plugin_args
-
-    daemonsets = []
-    efa_args, manager_args = efa_plugin_args(config), device_manager_args(config)
-    if efa_args:
-        daemonsets.append(efa_plugin_for_pools(efa_args)[0])
-    if manager_args:
-        daemonsets.extend(device_managers_for_pools(manager_args)[0])
-    position = {pool.name: i for i, pool in enumerate(config.pools)}
-    for finding in advertiser_findings([fabric_pool_of(pool) for pool in config.pools], daemonsets):
-        if finding.severity != ERROR:
-            continue
-        path = "devicePlugins.efa.imageTag" if finding.rule == "efa-plugin-version" else f"pools[{position[finding.pool]}]"
-        yield path, f"{finding.message} (policy fabric-advertisers)"
 
 
 def _duplicates(names: Iterable[Any]) -> set[Any]:
