@@ -70,7 +70,12 @@ fabric_workloads = StackValidationPolicy(
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     tags=["workloads", "efa", "rdma", "nixl", "ucx"],
-    remediation_steps="See docs/workloads.md: each finding names the field and the setting the fabric needs.",
+    remediation_steps=(
+        "Fix the field the finding names: request only the pool's fabric key (vpc.amazonaws.com/efa on EFA, "
+        "device.gpustack.ai/rdma* on RDMA) with hugepages-2Mi beside the EFA key, choose NIXL's LIBFABRIC backend on "
+        "EFA or list the fabric's UCX transport (srd on EFA, rc_x/rc/dc on RDMA), leave FI_PROVIDER efa and RDMAV_* "
+        "unset, and let the advertiser set NCCL_IB_HCA and the device nodes. docs/workloads.md explains each rule."
+    ),
 )
 
 fabric_workloads_advisory = StackValidationPolicy(
@@ -84,5 +89,8 @@ fabric_workloads_advisory = StackValidationPolicy(
     enforcement_level=EnforcementLevel.ADVISORY,
     severity=Severity.LOW,
     tags=["workloads", "nixl", "nccl"],
-    remediation_steps="See docs/workloads.md.",
+    remediation_steps=(
+        "Drop NCCL_IB_HCA / NCCL_SOCKET_IFNAME where only NixlConnector moves the KV cache (set UCX_NET_DEVICES), add "
+        "cuda_copy/cuda_ipc to an explicit UCX_TLS, and prefer the LIBFABRIC backend on EFA (see docs/workloads.md)."
+    ),
 )
