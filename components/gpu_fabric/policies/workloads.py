@@ -20,8 +20,18 @@ from gpu_fabric.policies._props import PoolFacts, Resource, kubernetes_objects, 
 
 
 def fabric_pools(resources: Sequence[Resource]) -> list[FabricPool]:
-    """The stack's pools (KueuePool specs, then node groups) as the workload and advertiser rules see them."""
-    return [_fabric_pool(pool) for pool in pool_facts(resources)]
+    """The stack's pools (KueuePool specs, then node groups) as the workload and advertiser rules see them.
+
+    A pool whose placement cannot be read (a taint effect unknown at preview) is left out; the
+    ``device-plugin-coverage`` policy reports it.
+    """
+    pools = []
+    for pool in pool_facts(resources):
+        try:
+            pools.append(_fabric_pool(pool))
+        except ValueError:
+            continue
+    return pools
 
 
 def _fabric_pool(pool: PoolFacts) -> FabricPool:
