@@ -74,10 +74,10 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     for finding in report.findings:
         lines.append(f"{finding.severity.upper()} {sources.get(finding.object_ref, '?')}: {finding.object_ref} "
                      f"{finding.path} (pool {finding.pool}): {finding.message} [{finding.rule}]")
-    for finding in advertisers:
-        source = sources.get(finding.object_ref) or (f"stack {stack}" if finding.object_ref in own_refs else "?")
-        lines.append(f"{finding.severity.upper()} {source}: {finding.object_ref} {finding.path} (pool {finding.pool}): "
-                     f"{finding.message} [{finding.rule}]")
+    for advertiser in advertisers:
+        source = sources.get(advertiser.object_ref) or (f"stack {stack}" if advertiser.object_ref in own_refs else "?")
+        lines.append(f"{advertiser.severity.upper()} {source}: {advertiser.object_ref} {advertiser.path} (pool {advertiser.pool}): "
+                     f"{advertiser.message} [{advertiser.rule}]")
     for ref, path, why in report.not_judged:
         lines.append(f"NOT JUDGED {sources.get(ref, '?')}: {ref} {path}: {why}")
     errors = len(report.errors) + sum(1 for f in advertisers if f.severity == "error")

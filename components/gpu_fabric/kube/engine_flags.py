@@ -250,7 +250,7 @@ def _apply(flag: Flag, name: str, inline: str | None, words: list[tuple[str, str
             return used
         try:
             value = json.loads(text)
-        except ValueError as error:
+        except json.JSONDecodeError as error:
             settings.problems.append((where, f"{name} is not JSON ({error.msg} at column {error.colno}); the engine refuses to start"))
             return used
         if not isinstance(value, dict):

@@ -417,7 +417,8 @@ RULES: tuple[RuleSpec, ...] = (
 
 def object_ref(obj: Mapping[str, Any]) -> str:
     """``Kind namespace/name`` (``default`` for a namespaced object that names none)."""
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    raw = obj.get("metadata")
+    metadata: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     return f"{obj.get('kind')} {metadata.get('namespace') or 'default'}/{metadata.get('name') or '<unnamed>'}"
 
 
