@@ -45,7 +45,8 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         raise ConfigError.from_validation_error(error) from None
     problems = list(_reference_problems(config))
     problems.extend(_aws_target_problems(config, aws_region))
-    problems.extend(instance_fact_problems(config))
+    # Independent of every other rule: reported beside them, never in their way.
+    fact_problems = list(instance_fact_problems(config))
     if not problems:
         problems.extend(_coverage_problems(config))
         problems.extend(_topology_agent_problems(config))
@@ -60,6 +61,7 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
     if not problems:
         # What a mandatory policy of the pack refuses from configuration alone, the stack refuses too.
         problems.extend(pack_problems(config))
+    problems.extend(fact_problems)
     if problems:
         raise ConfigError(problems)
     return config
