@@ -99,10 +99,15 @@ def test_a_kv_transfer_config_that_is_not_json_is_a_problem():
 # ---------------------------------------------------------------------------------------------
 
 
+# vLLM NixlConnector guide: set the side-channel host when peers are on other machines (here: the pod's IP).
+SIDE_CHANNEL_HOST = {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+
+
 def _pod_spec(**changes) -> dict:
     spec = {"nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
             "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.12.0", "command": list(VLLM_LIBFABRIC_JSON),
+                            "env": [dict(SIDE_CHANNEL_HOST)],
                             "resources": {"limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32",
                                                      "hugepages-2Mi": "5120Mi", "memory": "512Gi"}}}]}
     spec.update(changes)
@@ -169,8 +174,11 @@ def _findings(pools, pod_spec, kind="Deployment"):
 
 
 def _with_container(**changes) -> dict:
+    """The right pod spec with its container changed; ``env`` entries come first, the side-channel host stays."""
     spec = _pod_spec()
-    spec["containers"][0].update(changes)
+    container = spec["containers"][0]
+    env = [*changes.pop("env", []), *container["env"]]
+    container.update(changes, env=env)
     return spec
 
 
@@ -204,7 +212,8 @@ def test_ucx_on_efa_without_a_transport_list_is_advisory(efa_pools):
 
 def test_ucx_tls_without_rdma_on_an_rdma_pool(rdma_pools):
     spec = {"tolerations": [{"operator": "Exists"}],
-            "containers": [{"name": "vllm", "command": list(DYNAMO_PREFILL), "env": [{"name": "UCX_TLS", "value": "tcp,cuda_copy"}],
+            "containers": [{"name": "vllm", "command": list(DYNAMO_PREFILL),
+                            "env": [{"name": "UCX_TLS", "value": "tcp,cuda_copy"}, dict(SIDE_CHANNEL_HOST)],
                             "resources": {"limits": {"nvidia.com/gpu": "1", "device.gpustack.ai/rdma": "1"}}}]}
     findings = _findings(rdma_pools, spec)[0]
     assert (ERROR, "nixl-backend-fabric") in findings
@@ -253,6 +262,18 @@ def test_infiniband_host_path(efa_pools):
 def test_nccl_variables_with_nixl_are_advisory(efa_pools):
     spec = _with_container(env=[{"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}])
     assert set(_findings(efa_pools, spec)[0]) == {(WARNING, "nixl-nccl-dead-config")}
+
+
+def test_nixl_side_channel_host_left_at_localhost_is_advisory(efa_pools):
+    spec = _pod_spec()
+    spec["containers"][0]["env"] = []
+    finding = _findings(efa_pools, spec)[0][(WARNING, "nixl-side-channel-host")]
+    assert finding.path == "spec.template.spec.containers[0].command[3]" and "unset (localhost)" in finding.message
+    spec["containers"][0]["env"] = [{"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "localhost"}]
+    assert (WARNING, "nixl-side-channel-host") in _findings(efa_pools, spec)[0]
+    sglang = _pod_spec()
+    sglang["containers"][0].update(command=list(DYNAMO_SGLANG), env=[])
+    assert (WARNING, "nixl-side-channel-host") not in _findings(efa_pools, sglang)[0]  # SGLang has bootstrap ports instead
 
 
 def test_scheduling_decides_the_pools(efa_pools):

@@ -77,6 +77,8 @@ class EngineSettings:
     """Environment variables with a literal value (``env[].value`` or ``NAME=value`` in a script)."""
     unresolved_env: list[str] = field(default_factory=list)
     """Paths of environment sources whose values are not in the manifest (``valueFrom``, ``envFrom``)."""
+    referenced_env: dict[str, str] = field(default_factory=dict)
+    """Variables set from a reference (``valueFrom``: a field, secret or ConfigMap), name -> path."""
     problems: list[tuple[str, str]] = field(default_factory=list)
     """``(path, message)`` for values the engine itself would refuse (a ``--kv-transfer-config`` that is not JSON)."""
 
@@ -102,6 +104,11 @@ class EngineSettings:
     def uses_nixl(self) -> Setting | None:
         """The setting that makes this container transfer KV over NIXL, if any."""
         return next((s for s in self.kv_connectors() if s.value == NIXL_CONNECTOR), None)
+
+    def vllm_nixl(self) -> Setting | None:
+        """The setting that makes vLLM (alone or under Dynamo) use its NixlConnector; SGLang's NIXL is not it."""
+        return next((s for s in self.kv_connectors() if s.value == NIXL_CONNECTOR
+                     and self.values.get("transfer_backend", Setting(None, "")).path != s.path), None)
 
     def nixl_backends(self) -> Setting | None:
         """NIXL's backends (upper case) and where they were set; NIXL's default where none is named."""
@@ -286,6 +293,7 @@ def _read_env(container: Mapping[str, Any], path: str, settings: EngineSettings)
                 continue
             if "valueFrom" in item:
                 settings.unresolved_env.append(f"{path}.env[{i}]")
+                settings.referenced_env[item["name"]] = f"{path}.env[{i}]"
                 continue
             value = item.get("value")
             settings.env[item["name"]] = Setting("" if value is None else str(value), f"{path}.env[{i}]")

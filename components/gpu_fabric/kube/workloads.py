@@ -383,6 +383,24 @@ def _nccl_dead_config(view: ContainerView) -> Iterable[tuple[str, str, str]]:
                                         "set UCX_NET_DEVICES / the NIXL backend instead")
 
 
+_SIDE_CHANNEL_HOST = "VLLM_NIXL_SIDE_CHANNEL_HOST"
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def _nixl_side_channel(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    # vLLM NixlConnector guide, "Environment Variables": VLLM_NIXL_SIDE_CHANNEL_HOST defaults to
+    # "localhost" and must be set when prefiller and decoder are on different machines -- the
+    # reason to run on a fabric pool. A valueFrom (status.podIP) counts as set.
+    nixl = view.settings.vllm_nixl()
+    if nixl is None or _SIDE_CHANNEL_HOST in view.settings.referenced_env:
+        return
+    setting = view.env(_SIDE_CHANNEL_HOST)
+    if setting is None or setting[0].strip() in _LOOPBACK:
+        where = setting[1] if setting is not None else nixl.path
+        yield WARNING, where, (f"{_SIDE_CHANNEL_HOST} is {'unset (localhost)' if setting is None else setting[0]}: a peer on "
+                               "another node cannot reach the NIXL handshake; set it from status.podIP (vLLM NixlConnector guide)")
+
+
 def _engine_problems(view: ContainerView) -> Iterable[tuple[str, str, str]]:
     for where, message in view.settings.problems:
         yield ERROR, where, message
@@ -407,6 +425,7 @@ RULES: tuple[RuleSpec, ...] = (
     RuleSpec("advertiser-owned-settings", _advertiser_owned),
     RuleSpec("advertiser-owned-devices", _device_hostpath),
     RuleSpec("nixl-nccl-dead-config", _nccl_dead_config),
+    RuleSpec("nixl-side-channel-host", _nixl_side_channel),
 )
 
 
