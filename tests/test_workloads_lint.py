@@ -80,3 +80,38 @@ def test_without_stack_lint_works_as_before(capsys, fixture):
     assert code == 0
     assert out.startswith("read 0 GPUStack objects (1 other objects passed over)")
     assert "pod templates judged" not in out
+
+
+def _write_yaml(path, *objects):
+    import yaml
+
+    path.write_text(yaml.safe_dump_all(list(objects), sort_keys=False))
+    return str(path)
+
+
+def _own_plugin():
+    from gpu_fabric.validation.configuration import load_config
+    from gpu_fabric.validation.fabric_facts import stack_device_plugin_daemonsets
+    from stack_configs import stack_values
+
+    return stack_device_plugin_daemonsets(load_config(stack_values("aws-efa")))[0]
+
+
+def test_the_stacks_own_plugin_in_the_files_counts_once(capsys, tmp_path):
+    # Linting a render's k8s/ output: the EFA plugin is both the stack's and the file's, one advertiser.
+    plugin = _write_yaml(tmp_path / "plugin.yaml", _own_plugin())
+    code = main(["lint", "--stack", "aws-efa", "--project", str(PROJECT_DIR), plugin])
+    out = capsys.readouterr().out
+    assert code == 0, out
+
+
+def test_a_second_advertiser_beside_the_stacks_plugin_is_refused(capsys, tmp_path):
+    dranet = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "aws-dranet", "namespace": "kube-system"},
+              "spec": {"template": {"spec": {
+                  "nodeSelector": {"vpc.amazonaws.com/efa.present": "true"}, "tolerations": [{"operator": "Exists"}],
+                  "containers": [{"name": "dranet", "image": "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-dranet:v1.0.0"}]}}}}
+    code = main(["lint", "--stack", "aws-efa", "--project", str(PROJECT_DIR), _write_yaml(tmp_path / "dranet.yaml", dranet)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "AWS EFA DRA driver (DRANET): DaemonSet kube-system/aws-dranet" in out
+    assert "AWS EFA device plugin: DaemonSet kube-system/aws-efa-k8s-device-plugin" in out

@@ -65,8 +65,10 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
         return EXIT_USAGE
 
     report = judge_workloads(manifests, pools)
-    own = stack_device_plugin_daemonsets(config)
     files_daemonsets = [m for m in manifests if m.get("kind") == "DaemonSet"]
+    in_files = {object_ref(daemonset) for daemonset in files_daemonsets}
+    # The stack's own plugins count unless the files carry them (a render's k8s/ output): once, as the files have them.
+    own = [d for d in stack_device_plugin_daemonsets(config) if object_ref(d) not in in_files]
     advertisers = advertiser_findings(pools, [*own, *files_daemonsets])
     own_refs = {object_ref(daemonset) for daemonset in own}
 

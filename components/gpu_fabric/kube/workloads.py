@@ -113,8 +113,10 @@ def _check_pod_spec(pod_spec: Mapping[str, Any], path: str) -> None:
         for i, container in enumerate(_list(pod_spec.get(key), f"{path}.{key}")):
             where = f"{path}.{key}[{i}]"
             container = _mapping(container, where)
-            for list_key in ("command", "args", "env", "envFrom"):
-                _list(container.get(list_key), f"{where}.{list_key}")
+            for list_key in ("command", "args", "env", "envFrom", "volumeMounts"):
+                for j, item in enumerate(_list(container.get(list_key), f"{where}.{list_key}")):
+                    if list_key in ("env", "envFrom", "volumeMounts"):
+                        _mapping(item, f"{where}.{list_key}[{j}]")
             resources = _mapping(container.get("resources"), f"{where}.resources")
             for section in ("requests", "limits"):
                 _mapping(resources.get(section), f"{where}.resources.{section}")
@@ -131,7 +133,8 @@ def _check_pod_spec(pod_spec: Mapping[str, Any], path: str) -> None:
         term = _mapping(term, f"{required_path}.nodeSelectorTerms[{i}]")
         for j, expression in enumerate(_list(term.get("matchExpressions"), f"{required_path}.nodeSelectorTerms[{i}].matchExpressions")):
             _mapping(expression, f"{required_path}.nodeSelectorTerms[{i}].matchExpressions[{j}]")
-    _list(pod_spec.get("volumes"), f"{path}.volumes")
+    for i, volume in enumerate(_list(pod_spec.get("volumes"), f"{path}.volumes")):
+        _mapping(_mapping(volume, f"{path}.volumes[{i}]").get("hostPath"), f"{path}.volumes[{i}].hostPath")
 
 
 # ---------------------------------------------------------------------------------------------
