@@ -318,3 +318,11 @@ def test_the_pack_applies_the_same_rules_to_workload_resources():
     dead = k8s(_wrap("StatefulSet", _with_container(env=[{"name": "NCCL_IB_HCA", "value": "x"}])))
     assert_violation(fabric_workloads_advisory, [*_kueue_pools(), dead], "does not configure NixlConnector")
     assert_no_violations(fabric_workloads, [*_kueue_pools(), copy.deepcopy(dead)])
+
+
+def test_a_fabric_key_on_a_pool_without_fabric_is_refused():
+    pool = FabricPool.of("gpustack--nvidia-a10g-linux-amd64", "none", {"kubernetes.io/arch": "amd64"})
+    spec = {"containers": [{"name": "c", "resources": {"limits": {"vpc.amazonaws.com/efa": "1", "hugepages-2Mi": "1Gi"}}}]}
+    report = judge_workloads([_wrap("Pod", spec)], [pool])
+    assert [(f.rule, f.pool) for f in report.findings] == [("fabric-key-advertised", pool.name)]
+    assert "nothing advertises on pool gpustack--nvidia-a10g-linux-amd64 (fabric: none)" in report.findings[0].message

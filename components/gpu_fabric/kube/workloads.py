@@ -243,8 +243,9 @@ def _unadvertised_keys(view: ContainerView) -> Iterable[tuple[str, str, str]]:
     for key, where in view.fabric_keys().items():
         if key not in view.pool.advertised:
             offered = ", ".join(sorted(view.pool.advertised)) or "no fabric key"
-            yield ERROR, where, (f"requests {key}, which nothing advertises on {view.pool.fabric} pool {view.pool.name} "
-                                 f"(its nodes offer {offered}); the pod stays Pending")
+            pool = (f"{view.pool.fabric} pool {view.pool.name}" if view.pool.fabric != "none"
+                    else f"pool {view.pool.name} (fabric: none)")
+            yield ERROR, where, f"requests {key}, which nothing advertises on {pool} (its nodes offer {offered}); the pod stays Pending"
 
 
 def _efa_hugepages(view: ContainerView) -> Iterable[tuple[str, str, str]]:
@@ -415,11 +416,13 @@ class RuleSpec:
 
     name: str
     check: Rule
+    every_pool: bool = False
+    """Judged on pools without a fabric too (a fabric key requested there is never granted)."""
 
 
 RULES: tuple[RuleSpec, ...] = (
     RuleSpec("engine-flags", _engine_problems),
-    RuleSpec("fabric-key-advertised", _unadvertised_keys),
+    RuleSpec("fabric-key-advertised", _unadvertised_keys, every_pool=True),
     RuleSpec("efa-hugepages", _efa_hugepages),
     RuleSpec("transfer-has-fabric-key", _transfer_without_fabric_key),
     RuleSpec("nixl-backend-fabric", _nixl_backends),
@@ -496,13 +499,16 @@ def landing_pools(pod_spec: Mapping[str, Any], pools: Sequence[FabricPool]) -> t
 
 
 def judge_template(ref: str, pod_path: str, pod_spec: Mapping[str, Any], pool: FabricPool) -> list[WorkloadFinding]:
-    """Every rule over every container of one pod template on one fabric pool."""
+    """Every rule over every container of one pod template on one pool (on a pool without a fabric, the
+    rules marked ``every_pool`` only)."""
     findings: list[WorkloadFinding] = []
     for key in ("initContainers", "containers"):
         for i, container in enumerate(pod_spec.get(key) or []):
             path = f"{pod_path}.{key}[{i}]"
             view = ContainerView(pod_path, pod_spec, path, container, read_container(container, path), pool)
             for rule in RULES:
+                if pool.fabric == "none" and not rule.every_pool:
+                    continue
                 for severity, where, message in rule.check(view):
                     findings.append(WorkloadFinding(severity, rule.name, ref, where, pool.name, message))
     return findings
@@ -534,7 +540,7 @@ def judge_workloads(objects: Iterable[Mapping[str, Any]], pools: Sequence[Fabric
                 continue
             fabric = [pool for pool in landing if pool.fabric != "none"]
             report.judged.append((ref, pod_path, tuple(pool.name for pool in fabric)))
-            for pool in fabric:
+            for pool in landing:
                 report.findings.extend(judge_template(ref, pod_path, pod_spec, pool))
     return report
 
