@@ -107,8 +107,13 @@ class EngineSettings:
 
     def vllm_nixl(self) -> Setting | None:
         """The setting that makes vLLM (alone or under Dynamo) use its NixlConnector; SGLang's NIXL is not it."""
-        return next((s for s in self.kv_connectors() if s.value == NIXL_CONNECTOR
-                     and self.values.get("transfer_backend", Setting(None, "")).path != s.path), None)
+        config = self.values.get("kv_transfer_config")
+        if config is not None and self.kv_transfer_config().get("kv_connector") == NIXL_CONNECTOR:
+            return Setting(NIXL_CONNECTOR, config.path)
+        connectors = self.values.get("connectors")
+        if connectors is not None and NIXL_CONNECTOR in connectors.value:
+            return Setting(NIXL_CONNECTOR, connectors.path)
+        return None
 
     def nixl_backends(self) -> Setting | None:
         """NIXL's backends (upper case) and where they were set; NIXL's default where none is named."""
