@@ -27,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--operator", metavar="VERSION", default=None,
                         help=f"the GPUStack operator release the cluster runs, as `helm list` shows it "
                              f"(default {DEFAULT_GPUSTACK_OPERATOR}; known: {', '.join(known_versions())})")
+    parser.add_argument("--stack", default=None, metavar="NAME",
+                        help="also judge workloads and device plugins against this stack's pools (stacks/Pulumi.NAME.yaml; "
+                             "see docs/workloads.md)")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
     parser.set_defaults(func=run)
 
 
@@ -132,6 +136,14 @@ def run(args: argparse.Namespace) -> int:
     report = analyze(manifests, operator=profile)
     print(f"GPUStack operator {profile.assumed} assumed ({profile.line} line, {profile.schema_basis} schema)")
     print(format_report(report, gpustack, len(manifests) - gpustack, sources))
+    if getattr(args, "stack", None):
+        from gpu_fabric.cli.lint_workloads import lint_against_stack
+
+        stack_verdict = lint_against_stack(args.stack, args.project, read)
+        if stack_verdict == EXIT_USAGE:
+            return EXIT_USAGE
+        if stack_verdict == EXIT_FINDINGS:
+            return EXIT_FINDINGS
     return EXIT_FINDINGS if report.errors else EXIT_OK
 
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
+from gpu_fabric.policies.advertisers import fabric_advertisers
 from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
 from gpu_fabric.policies.efa_domains import efa_domain_placement, efa_domain_security_group
 from gpu_fabric.policies.efa_interfaces import efa_launch_template_interfaces
+from gpu_fabric.policies.instance_facts import pool_instance_facts
 from gpu_fabric.policies.kueue import kueue_fabric_keys_covered, kueue_fabric_workload_queue
 from gpu_fabric.policies.kv_cache import kv_cache_transport_fabric
 from gpu_fabric.policies.node_groups import efa_node_group_placement
@@ -38,15 +40,18 @@ from gpu_fabric.policies.topology import (
     fabric_pool_topology_delivered,
 )
 from gpu_fabric.policies.transfer_paths import transfer_path_consistency
+from gpu_fabric.policies.workloads import fabric_workloads, fabric_workloads_advisory
 
 ALL_POLICIES: list[Policy] = [
     transfer_path_consistency,
     efa_launch_template_interfaces,
+    pool_instance_facts,
     efa_security_group_self_rules,
     efa_node_group_placement,
     efa_domain_placement,
     efa_domain_security_group,
     device_plugin_coverage,
+    fabric_advertisers,
     device_manager_least_privilege,
     fabric_pool_topology,
     fabric_pool_topology_alignment,
@@ -59,6 +64,8 @@ ALL_POLICIES: list[Policy] = [
     launch_template_ebs_encrypted,
     model_deployment_unprivileged_roles,
     kubelet_host_access,
+    fabric_workloads,
+    fabric_workloads_advisory,
 ]
 """Every policy, in the order the pack lists them."""
 
@@ -74,7 +81,10 @@ __all__ = [
     "efa_launch_template_interfaces",
     "efa_node_group_placement",
     "efa_security_group_self_rules",
+    "fabric_advertisers",
     "fabric_pool_topology",
+    "fabric_workloads",
+    "fabric_workloads_advisory",
     "fabric_pool_topology_alignment",
     "fabric_pool_topology_delivered",
     "kubelet_host_access",
@@ -85,5 +95,6 @@ __all__ = [
     "launch_template_imdsv2",
     "model_deployment_unprivileged_roles",
     "mooncake_members_unprivileged",
+    "pool_instance_facts",
     "transfer_path_consistency",
 ]

@@ -20,6 +20,7 @@ from gpu_fabric.gpustack.objects import gpustack_manifests
 from gpu_fabric.kube.kueue import pool_quotas
 from gpu_fabric.plan.efa_domains import domains_from_config
 from gpu_fabric.plan.fabric_plan import coverage_gaps, topology_agent_problems
+from gpu_fabric.validation.fabric_facts import advertiser_problems, instance_fact_problems
 from gpu_fabric.validation.pack_verdicts import pack_problems
 from gpu_fabric.config.quantity import parse_quantity, whole_count
 from gpu_fabric.config.base import ConfigError, number_problems
@@ -46,6 +47,8 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
     problems = list(_operator_problems(config))
     problems.extend(_reference_problems(config))
     problems.extend(_aws_target_problems(config, aws_region))
+    # Independent of every other rule: reported beside them, never in their way.
+    fact_problems = list(instance_fact_problems(config))
     if not problems:
         problems.extend(_coverage_problems(config))
         problems.extend(_topology_agent_problems(config))
@@ -56,8 +59,11 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         # Domains read the transfer legs, so they are decided once the legs are admissible.
         problems.extend(_domain_problems(config))
     if not problems:
+        problems.extend(advertiser_problems(config))
+    if not problems:
         # What a mandatory policy of the pack refuses from configuration alone, the stack refuses too.
         problems.extend(pack_problems(config))
+    problems.extend(fact_problems)
     if problems:
         raise ConfigError(problems)
     return config
