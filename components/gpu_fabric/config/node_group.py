@@ -26,6 +26,26 @@ AmiType = Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_
 CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
 PlacementMode = Literal["create", "existing", "none", "domain"]
 EfaLayout = Literal["recommended", "legacy"]
+Provisioner = Literal["managedNodeGroup", "karpenter"]
+
+KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
+"""The label Karpenter puts on every node it launches, valued with the NodePool's name
+(kubernetes-sigs/karpenter ``pkg/apis/v1/labels.go``, ``NodePoolLabelKey``); ``verify`` finds a Karpenter
+pool's nodes by it."""
+KARPENTER_MIN_VERSION = (1, 11)
+"""``EC2NodeClass.spec.networkInterfaces`` (PR #9027) and ``spec.placementGroupSelector`` (PR #9030) first
+shipped in Karpenter v1.11.0 (research/breadth-2026.md section 1.1); older releases prune both fields."""
+KARPENTER_ONLY_FIELDS = ("karpenter",)
+NODE_GROUP_ONLY_FIELDS = {
+    "scaling": "a NodePool's size is the pool's nodeCount (limits.nodes, or replicas with karpenter.static)",
+    "nodeRoleArn": "Karpenter takes the node role by name: set karpenter.nodeRole",
+    "releaseVersion": "Karpenter picks the AMI from karpenter.amiVersion",
+    "kubernetesVersion": "Karpenter launches nodes of the cluster's version",
+}
+"""Managed-node-group settings that mean nothing to Karpenter, and what to write instead."""
+_DURATION = r"^(([0-9]+(s|m|h))+|Never)$"  # NodePool ``expireAfter`` / ``consolidateAfter`` (karpenter.sh_nodepools.yaml)
+_AMI_VERSION = r"^(latest|v[0-9]{8}|[0-9]+\.[0-9]+\.[0-9]+)$"
+_KARPENTER_VERSION = r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$"
 
 MAX_NODES = 5000
 """Kubernetes' documented scalability limit, 5,000 nodes per cluster (kubernetes.io, "Considerations for
@@ -86,6 +106,29 @@ class RootVolumeSpec(SpecModel):
     """KMS key for the volume; the account's default EBS key when absent."""
 
 
+class KarpenterSpec(SpecModel):
+    """How Karpenter launches the pool's nodes (``aws.provisioner: karpenter`` only)."""
+
+    node_role: syntax.PlainText = Field(min_length=1, max_length=64)
+    """Name of the IAM role the nodes run as (``EC2NodeClass.spec.role``; Karpenter creates its instance profile).
+    IAM role names are at most 64 characters."""
+    version: Annotated[str, Field(pattern=_KARPENTER_VERSION)] | None = None
+    """The Karpenter release installed in the cluster (``1.14.1``); when stated, older than 1.11 is refused."""
+    static: bool = False
+    """A static NodePool (``spec.replicas`` = the pool's nodeCount): Karpenter keeps exactly that many nodes
+    whatever the pods ask; otherwise nodes follow pending pods up to ``limits.nodes``."""
+    ami_version: Annotated[str, Field(pattern=_AMI_VERSION)] = "latest"
+    """The version half of the AMI alias (``al2023@<version>``); pin it in production, ``latest`` drifts (and
+    replaces) nodes whenever EKS publishes an AMI."""
+    expire_after: Annotated[str, Field(pattern=_DURATION)] = "Never"
+    """NodePool ``template.spec.expireAfter``. Default ``Never``: an expiring node is terminated even while it
+    serves; roll nodes through drift (AMI version, NodeClass changes) instead."""
+    consolidate_after: Annotated[str, Field(pattern=_DURATION)] = "1h"
+    """How long an empty node waits before Karpenter removes it (``disruption.consolidateAfter``)."""
+    associate_public_ip_address: bool = False
+    """``EC2NodeClass.spec.associatePublicIPAddress``; EC2 refuses a public IP on an instance with more than one EFA."""
+
+
 class AwsNodeGroupSpec(SpecModel):
     """An EFA-enabled EKS managed node group in one AZ and one subnet of an existing cluster."""
 
@@ -99,15 +142,21 @@ class AwsNodeGroupSpec(SpecModel):
     """The one AZ of the group, explicit so it cannot drift and replace the group."""
     subnet_id: syntax.SubnetId
     """The one subnet of the group (EFA traffic does not cross subnets)."""
-    node_role_arn: syntax.RoleArn
-    """IAM role the nodes run as."""
+    node_role_arn: syntax.RoleArn | None = None
+    """IAM role the nodes run as (managed node groups; required there)."""
     ami_type: AmiType = "AL2023_x86_64_NVIDIA"
     capacity_type: CapacityType = "ON_DEMAND"
     capacity_reservation_id: syntax.CapacityReservationId | None = None
     """On-Demand Capacity Reservation or Capacity Block to launch into."""
     placement_group: PlacementGroupSpec = Field(default_factory=PlacementGroupSpec)
     """Default ``create``; ``none`` when a capacity reservation or Capacity Block is targeted."""
-    scaling: ScalingSpec
+    scaling: ScalingSpec | None = None
+    """Node count bounds (managed node groups; required there)."""
+    provisioner: Provisioner = "managedNodeGroup"
+    """Who launches the nodes: an EKS ``managedNodeGroup`` (default) or ``karpenter`` (an EC2NodeClass and a
+    NodePool planned from the same instance facts)."""
+    karpenter: KarpenterSpec | None = None
+    """Karpenter's settings (``provisioner: karpenter`` only)."""
     efa_layout: EfaLayout = "recommended"
     efa_card_indices: list[int] | None = None
     """Network cards that carry an EFA (default: as many as the type allows)."""
@@ -172,6 +221,40 @@ class AwsNodeGroupSpec(SpecModel):
             raise ValueError(problem)
         return tags
 
+    @model_validator(mode="before")
+    @classmethod
+    def _provisioner_fields(cls, data: Any) -> Any:
+        # Refused before field validation so the error names the field that does not belong.
+        if not isinstance(data, dict):
+            return data
+        provisioner = data.get("provisioner", "managedNodeGroup")
+        snake = {"nodeRoleArn": "node_role_arn", "releaseVersion": "release_version",
+                 "kubernetesVersion": "kubernetes_version", "scaling": "scaling"}
+        if provisioner == "karpenter":
+            for key, why in NODE_GROUP_ONLY_FIELDS.items():
+                if data.get(key) is not None or data.get(snake[key]) is not None:
+                    raise ValueError(f"{key}: a managed-node-group setting, not used by provisioner karpenter ({why})")
+            if data.get("karpenter") is None:
+                raise ValueError("karpenter: provisioner karpenter needs its settings, at least karpenter.nodeRole "
+                                 "(the IAM role name of the nodes)")
+        elif provisioner == "managedNodeGroup":
+            if data.get("karpenter") is not None:
+                raise ValueError("karpenter: Karpenter settings on a managed node group; set provisioner: karpenter "
+                                 "or remove them")
+            missing = [key for key in ("nodeRoleArn", "scaling") if data.get(key) is None and data.get(snake[key]) is None]
+            if missing:
+                raise ValueError(f"{missing[0]}: required for a managed node group (provisioner managedNodeGroup)")
+        return data
+
+    @field_validator("karpenter")
+    @classmethod
+    def _karpenter_version(cls, value: KarpenterSpec | None) -> KarpenterSpec | None:
+        if value is not None and value.version is not None and karpenter_version(value.version) < KARPENTER_MIN_VERSION:
+            raise ValueError(
+                f"version: Karpenter {value.version} cannot express the EFA layout; EC2NodeClass networkInterfaces and "
+                "placementGroupSelector need Karpenter >= 1.11 (aws/karpenter-provider-aws PRs #9027, #9030)")
+        return value
+
     @model_validator(mode="after")
     def _capacity_rules(self) -> "AwsNodeGroupSpec":
         reservation = self.capacity_reservation_id
@@ -190,6 +273,16 @@ class AwsNodeGroupSpec(SpecModel):
         return self
 
     @property
+    def is_karpenter(self) -> bool:
+        """True when Karpenter, not an EKS managed node group, launches the nodes."""
+        return self.provisioner == "karpenter"
+
+    @property
     def ami_family(self) -> Literal["al2023", "bottlerocket"]:
         """``bottlerocket`` or ``al2023``: decides user-data format and volume layout."""
         return "bottlerocket" if self.ami_type.startswith("BOTTLEROCKET") else "al2023"
+
+
+def karpenter_version(text: str) -> tuple[int, ...]:
+    """``"v1.14.1"`` -> ``(1, 14, 1)``."""
+    return tuple(int(part) for part in text.lstrip("v").split("."))

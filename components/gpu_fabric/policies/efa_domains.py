@@ -102,11 +102,14 @@ def _domain_pool(pool: PoolFacts, resources: Sequence[Resource], by_urn: Mapping
     labels = dict(pool.labels)
     if len(types) == 1:
         labels.setdefault(INSTANCE_TYPE_LABEL, types[0])
+    provided_by, provider = "node group", ", ".join(g.name for g in groups) or None
+    if resource.type == KUEUE_POOL_TYPE and as_mapping(as_mapping(resource.props.get("pool")).get("aws")).get("provisioner") == "karpenter":
+        provided_by, provider = "NodePool", pool.name  # GpuFabric names the NodePool after the pool
     return DomainPool(
         name=pool.name, fabric=pool.fabric, path=path, field_prefix=prefix, labels=labels, instance_types=tuple(types),
         availability_zone=where.get("availability_zone"), vpc_id=where.get("vpc_id"),
         subnet_id=where.get("subnet_id"), efa_per_node=pool.interfaces_per_node,
-        node_group=", ".join(g.name for g in groups) or None,
+        node_group=provider, provided_by=provided_by,
     )
 
 

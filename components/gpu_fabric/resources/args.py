@@ -83,6 +83,25 @@ class RootVolumeArgs(TypedDict, total=False):
     """KMS key of the volume; the account's default EBS key when absent."""
 
 
+class KarpenterArgs(TypedDict, total=False):
+    """How Karpenter launches a pool's nodes (``provisioner: karpenter`` only)."""
+
+    node_role: Required[str]
+    """Name of the IAM role the nodes run as (``EC2NodeClass.spec.role``)."""
+    version: str
+    """The Karpenter release installed (``1.14.1``); when stated, older than 1.11 is refused."""
+    static: bool
+    """A static NodePool: ``replicas`` = the pool's node count (Karpenter's StaticCapacity feature gate)."""
+    ami_version: str
+    """Version half of the AMI alias (``al2023@<version>``); default ``latest``."""
+    expire_after: str
+    """NodePool ``expireAfter``; default ``Never`` (an expiring node is terminated while it serves)."""
+    consolidate_after: str
+    """How long an empty node waits before Karpenter removes it; default ``1h``."""
+    associate_public_ip_address: bool
+    """Public IP on the primary interface; refused with more than one EFA. Default false."""
+
+
 class AwsNodeGroupArgs(TypedDict, total=False):
     """An EFA-enabled EKS managed node group in one AZ and one subnet of an existing cluster.
 
@@ -101,8 +120,9 @@ class AwsNodeGroupArgs(TypedDict, total=False):
     """The group's one availability zone, explicit so it cannot drift and replace the group."""
     subnet_id: Required[pulumi.Input[str]]
     """The group's one subnet, in ``availability_zone`` (EFA traffic does not cross subnets)."""
-    node_role_arn: Required[pulumi.Input[str]]
-    """IAM role the nodes run as (for example ``role.arn`` of an ``aws.iam.Role``)."""
+    node_role_arn: pulumi.Input[str]
+    """IAM role the nodes run as (for example ``role.arn`` of an ``aws.iam.Role``); required for a managed
+    node group, refused with ``provisioner: karpenter`` (``karpenter.node_role`` names the role)."""
     ami_type: str
     """``AL2023_x86_64_NVIDIA`` (default), ``AL2023_ARM_64_NVIDIA``, ``BOTTLEROCKET_x86_64_NVIDIA``,
     ``BOTTLEROCKET_ARM_64_NVIDIA``, ``BOTTLEROCKET_x86_64`` or ``BOTTLEROCKET_ARM_64``. Plain: it decides
@@ -113,8 +133,13 @@ class AwsNodeGroupArgs(TypedDict, total=False):
     """On-Demand Capacity Reservation or Capacity Block to launch into."""
     placement_group: PlacementGroupArgs
     """Default ``create``; ``none`` is implied with a capacity reservation or a Capacity Block."""
-    scaling: Required[ScalingArgs]
-    """Node count bounds."""
+    scaling: ScalingArgs
+    """Node count bounds; required for a managed node group, refused with ``provisioner: karpenter`` (the
+    pool's node count sizes the NodePool)."""
+    provisioner: str
+    """``managedNodeGroup`` (default) or ``karpenter``. Plain: it decides which resources exist."""
+    karpenter: KarpenterArgs
+    """Karpenter's settings (``provisioner: karpenter`` only). Plain: written into the NodeClass and NodePool."""
     efa_layout: str
     """``recommended`` (default) or ``legacy`` interface layout."""
     efa_card_indices: Sequence[int]
