@@ -152,9 +152,10 @@ class AwsNodeGroupSpec(SpecModel):
     """Default ``create``; ``none`` when a capacity reservation or Capacity Block is targeted."""
     scaling: ScalingSpec | None = None
     """Node count bounds (managed node groups; required there)."""
-    provisioner: Provisioner = "managedNodeGroup"
-    """Who launches the nodes: an EKS ``managedNodeGroup`` (default) or ``karpenter`` (an EC2NodeClass and a
-    NodePool planned from the same instance facts)."""
+    provisioner: Provisioner | None = None
+    """Who launches the nodes: an EKS ``managedNodeGroup`` (default, also when absent) or ``karpenter`` (an
+    EC2NodeClass and a NodePool planned from the same instance facts). Absent stays absent in dumps, so a
+    stack that never says it renders as before."""
     karpenter: KarpenterSpec | None = None
     """Karpenter's settings (``provisioner: karpenter`` only)."""
     efa_layout: EfaLayout = "recommended"
@@ -227,7 +228,7 @@ class AwsNodeGroupSpec(SpecModel):
         # Refused before field validation so the error names the field that does not belong.
         if not isinstance(data, dict):
             return data
-        provisioner = data.get("provisioner", "managedNodeGroup")
+        provisioner = data.get("provisioner") or "managedNodeGroup"
         snake = {"nodeRoleArn": "node_role_arn", "releaseVersion": "release_version",
                  "kubernetesVersion": "kubernetes_version", "scaling": "scaling"}
         if provisioner == "karpenter":
