@@ -21,6 +21,7 @@ from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
 from gpu_fabric.policies.efa_domains import efa_domain_placement, efa_domain_security_group
 from gpu_fabric.policies.efa_interfaces import efa_launch_template_interfaces
+from gpu_fabric.policies.karpenter import karpenter_efa_pool
 from gpu_fabric.policies.kueue import kueue_fabric_keys_covered, kueue_fabric_workload_queue
 from gpu_fabric.policies.kv_cache import kv_cache_transport_fabric
 from gpu_fabric.policies.node_groups import efa_node_group_placement
@@ -46,6 +47,7 @@ ALL_POLICIES: list[Policy] = [
     efa_node_group_placement,
     efa_domain_placement,
     efa_domain_security_group,
+    karpenter_efa_pool,
     device_plugin_coverage,
     device_manager_least_privilege,
     fabric_pool_topology,
@@ -77,6 +79,7 @@ __all__ = [
     "fabric_pool_topology",
     "fabric_pool_topology_alignment",
     "fabric_pool_topology_delivered",
+    "karpenter_efa_pool",
     "kubelet_host_access",
     "kueue_fabric_keys_covered",
     "kueue_fabric_workload_queue",
