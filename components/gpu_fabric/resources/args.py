@@ -102,8 +102,8 @@ class KarpenterArgs(TypedDict, total=False):
     """Public IP on the primary interface; refused with more than one EFA. Default false."""
 
 
-class AwsNodeGroupArgs(TypedDict, total=False):
-    """An EFA-enabled EKS managed node group in one AZ and one subnet of an existing cluster.
+class AwsNodesArgs(TypedDict, total=False):
+    """Where and how a pool's EFA nodes run, whoever launches them (EKS managed node group or Karpenter).
 
     Values that decide the interface plan, the user data or how many resources exist (instance
     types, AMI and capacity types, layout, scaling, labels, taints, tags) are plain.
@@ -120,9 +120,6 @@ class AwsNodeGroupArgs(TypedDict, total=False):
     """The group's one availability zone, explicit so it cannot drift and replace the group."""
     subnet_id: Required[pulumi.Input[str]]
     """The group's one subnet, in ``availability_zone`` (EFA traffic does not cross subnets)."""
-    node_role_arn: pulumi.Input[str]
-    """IAM role the nodes run as (for example ``role.arn`` of an ``aws.iam.Role``); required for a managed
-    node group, refused with ``provisioner: karpenter`` (``karpenter.node_role`` names the role)."""
     ami_type: str
     """``AL2023_x86_64_NVIDIA`` (default), ``AL2023_ARM_64_NVIDIA``, ``BOTTLEROCKET_x86_64_NVIDIA``,
     ``BOTTLEROCKET_ARM_64_NVIDIA``, ``BOTTLEROCKET_x86_64`` or ``BOTTLEROCKET_ARM_64``. Plain: it decides
@@ -133,13 +130,6 @@ class AwsNodeGroupArgs(TypedDict, total=False):
     """On-Demand Capacity Reservation or Capacity Block to launch into."""
     placement_group: PlacementGroupArgs
     """Default ``create``; ``none`` is implied with a capacity reservation or a Capacity Block."""
-    scaling: ScalingArgs
-    """Node count bounds; required for a managed node group, refused with ``provisioner: karpenter`` (the
-    pool's node count sizes the NodePool)."""
-    provisioner: str
-    """``managedNodeGroup`` (default) or ``karpenter``. Plain: it decides which resources exist."""
-    karpenter: KarpenterArgs
-    """Karpenter's settings (``provisioner: karpenter`` only). Plain: written into the NodeClass and NodePool."""
     efa_layout: str
     """``recommended`` (default) or ``legacy`` interface layout."""
     efa_card_indices: Sequence[int]
@@ -159,6 +149,22 @@ class AwsNodeGroupArgs(TypedDict, total=False):
     """EKS AMI release version."""
     kubernetes_version: pulumi.Input[str]
     """Kubernetes version of the nodes."""
+
+
+class AwsNodeGroupArgs(AwsNodesArgs, total=False):
+    """A pool's ``aws`` block: an EFA-enabled EKS managed node group, or with ``provisioner: karpenter`` an
+    EC2NodeClass and NodePool, in one AZ and one subnet of an existing cluster."""
+
+    node_role_arn: pulumi.Input[str]
+    """IAM role the nodes run as (for example ``role.arn`` of an ``aws.iam.Role``); required for a managed
+    node group, refused with ``provisioner: karpenter`` (``karpenter.node_role`` names the role)."""
+    scaling: ScalingArgs
+    """Node count bounds; required for a managed node group, refused with ``provisioner: karpenter`` (the
+    pool's node count sizes the NodePool)."""
+    provisioner: str
+    """``managedNodeGroup`` (default) or ``karpenter``. Plain: it decides which resources exist."""
+    karpenter: KarpenterArgs
+    """Karpenter's settings (``provisioner: karpenter`` only). Plain: written into the NodeClass and NodePool."""
 
 
 class TopologyAgentSettingsArgs(TypedDict, total=False):

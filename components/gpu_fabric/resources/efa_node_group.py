@@ -29,7 +29,7 @@ from gpu_fabric.aws.node_group import (
 from gpu_fabric.aws.user_data import to_base64, user_data_for_ami
 from gpu_fabric.aws.catalog import InstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface
-from gpu_fabric.resources.args import AwsNodeGroupArgs, KubeletTopologyArgs
+from gpu_fabric.resources.args import AwsNodesArgs, KubeletTopologyArgs, Required, ScalingArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
@@ -69,9 +69,13 @@ PLAIN_REASONS = {
 """Why each plain argument must be known at construction."""
 
 
-class EfaNodeGroupArgs(AwsNodeGroupArgs, total=False):
+class EfaNodeGroupArgs(AwsNodesArgs, total=False):
     """Inputs of ``EfaNodeGroup``: the node group, plus the pool's kubelet topology and labels."""
 
+    node_role_arn: Required[pulumi.Input[str]]
+    """IAM role the nodes run as (for example ``role.arn`` of an ``aws.iam.Role``)."""
+    scaling: Required[ScalingArgs]
+    """Node count bounds."""
     topology: KubeletTopologyArgs
     """kubelet topology settings; default ``restricted`` / ``container``. Plain: written into the user data."""
     pool_labels: Mapping[str, str]

@@ -238,6 +238,7 @@ class GpuFabric(pulumi.ComponentResource):
                         f"{name}-{pool.name}-nodes", cast(KarpenterEfaPoolArgs, inputs.restore(node_group_args)),
                         child_options(self), catalog=catalog)
                     continue
+                node_group_args.pop("provisioner", None)  # "managedNodeGroup": EfaNodeGroup is one
                 self.node_groups[pool.name] = EfaNodeGroup(
                     f"{name}-{pool.name}-nodes", cast(EfaNodeGroupArgs, inputs.restore(node_group_args)),
                     child_options(self), catalog=catalog)

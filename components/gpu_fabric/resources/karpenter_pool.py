@@ -30,7 +30,7 @@ from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.node_group import AwsNodeGroupSpec
 from gpu_fabric.config.syntax import dns_subdomain
 from gpu_fabric.config.taints import Taint
-from gpu_fabric.resources.args import AwsNodeGroupArgs, KubeletTopologyArgs, Required
+from gpu_fabric.resources.args import AwsNodesArgs, KarpenterArgs, KubeletTopologyArgs, Required
 from gpu_fabric.resources.efa_node_group import DEFERRABLE, NetworkInterfacePlan, split_args
 from gpu_fabric.resources.inputs import DeferredInputs
 from gpu_fabric.resources.kubernetes_objects import metadata_name, register_manifest
@@ -66,10 +66,14 @@ PLAIN_REASONS = {
 """Why each plain argument must be known at construction."""
 
 
-class KarpenterEfaPoolArgs(AwsNodeGroupArgs, total=False):
+class KarpenterEfaPoolArgs(AwsNodesArgs, total=False):
     """Inputs of ``KarpenterEfaPool``: the pool's ``aws`` settings with ``provisioner: karpenter``
     (implied when absent), its size, kubelet topology and labels."""
 
+    karpenter: Required[KarpenterArgs]
+    """Karpenter's settings: the node role at least. Plain: written into the NodeClass and NodePool."""
+    provisioner: str
+    """``karpenter`` (the default here). Plain."""
     node_count: Required[int]
     """The pool's size: the NodePool's ``limits.nodes`` (and ``replicas`` with ``karpenter.static``). Plain."""
     object_name: str
@@ -149,10 +153,6 @@ def plan_karpenter_pool(
 class KarpenterEfaPool(pulumi.ComponentResource):
     """An EC2NodeClass and NodePool whose nodes carry the EFA layout EC2 recommends for their instance type."""
 
-    node_class: pulumi.Output[pulumi.CustomResource]
-    """The ``EC2NodeClass`` (karpenter.k8s.aws/v1)."""
-    node_pool: pulumi.Output[pulumi.CustomResource]
-    """The ``NodePool`` (karpenter.sh/v1)."""
     security_group: pulumi.Output[Optional[aws.ec2.SecurityGroup]]
     """The pool's own EFA security group; ``None`` when it selects a shared one."""
     placement_group: pulumi.Output[Optional[aws.ec2.PlacementGroup]]
@@ -241,8 +241,12 @@ class KarpenterEfaPool(pulumi.ComponentResource):
         pool = register_manifest(f"{name}-nodepool", node_pool_manifest,
                                  pulumi.ResourceOptions(parent=self, depends_on=[node_class]))
 
-        self.node_class = pulumi.Output.from_input(node_class)
-        self.node_pool = pulumi.Output.from_input(pool)
+        # The objects themselves, for Python programs (not outputs: the schema has no type for a generic
+        # CustomResource; other languages read the names).
+        self.node_class_resource: pulumi.CustomResource = node_class
+        """The ``EC2NodeClass`` (karpenter.k8s.aws/v1)."""
+        self.node_pool_resource: pulumi.CustomResource = pool
+        """The ``NodePool`` (karpenter.sh/v1)."""
         self.security_group = pulumi.Output.from_input(security_group)  # type: ignore[arg-type]
         self.placement_group = pulumi.Output.from_input(placement)
         self.node_class_name = metadata_name(node_class)
