@@ -149,12 +149,12 @@ def karpenter_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
             findings.append((f"EC2NodeClass {node_class.object_name}: {problem}", node_class.urn))
         findings.extend((problem, node_class.urn) for problem in security_group_findings(node_class, resources))
     for pool in node_pools(resources):
-        node_class = _node_class_of(pool, classes)
-        if node_class is None or not _efa_count(node_class):
+        pool_class = _node_class_of(pool, classes)
+        if pool_class is None or not _efa_count(pool_class):
             continue
         types = requirement_values({"spec": pool.spec}, INSTANCE_TYPE_KEY) or []
-        findings.extend((problem, pool.urn) for problem in layout_findings(node_class, types))
-        has_group = bool(as_mapping(node_class.spec.get("placementGroupSelector")))
+        findings.extend((problem, pool.urn) for problem in layout_findings(pool_class, types))
+        has_group = bool(as_mapping(pool_class.spec.get("placementGroupSelector")))
         for problem in zone_pin_findings(has_group, requirement_values({"spec": pool.spec}, ZONE_KEY)):
             findings.append((f"NodePool {pool.object_name}: {problem}", pool.urn))
     for component in resources:
