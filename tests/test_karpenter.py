@@ -287,3 +287,91 @@ def test_the_component_refuses_a_node_group_provisioner_and_registers_nothing():
         render_stack("component", PROJECT_DIR, config={},
                      program=_component_program(_component_args(provisioner="managedNodeGroup")))
     assert "provisioner" in str(raised.value)
+
+
+def test_diff_of_two_renders_rolls_the_nodes_when_the_node_class_interfaces_change(rendered):
+    from gpu_fabric.diff.compare import compare
+
+    def changed(type_token, edit):
+        out = []
+        for r in rendered.resources:
+            if r.type == type_token:
+                inputs = copy.deepcopy(r.inputs)
+                edit(inputs)
+                r = dataclasses.replace(r, inputs=inputs)
+            out.append(r)
+        return out
+
+    fewer_cards = changed(EC2_NODE_CLASS_TYPE, lambda m: m["spec"]["networkInterfaces"].pop())
+    step = next(s for s in compare(rendered.resources, fewer_cards).steps if s.type == EC2_NODE_CLASS_TYPE)
+    assert step.op == "update" and step.rolls_nodes
+    bigger = changed(NODE_POOL_TYPE, lambda m: m["spec"]["limits"].update(nodes=4))
+    step = next(s for s in compare(rendered.resources, bigger).steps if s.type == NODE_POOL_TYPE)
+    assert step.op == "update" and not step.rolls_nodes
+
+
+def test_the_domain_security_group_policies_see_the_node_class(rendered):
+    from gpu_fabric.policies.efa_domains import efa_domain_security_group, shared_security_groups, stack_domains
+    from gpu_fabric.policies.security_groups import efa_security_groups
+
+    resources = _resources(rendered)
+    domain = next(d for d in stack_domains(resources)[0].domains if d.fabric == "efa")
+    shared, groups = shared_security_groups(domain, resources)
+    assert sorted(groups) == ["gpustack--generic-linux-amd64", H200]
+    assert [g.name for g in shared] == ["fabric-efa-domain-gpustack--generic-linux-amd64-sg"]
+    assert [g.name for g in efa_security_groups(resources)] == ["fabric-efa-domain-gpustack--generic-linux-amd64-sg"]
+    assert run_policies([efa_domain_security_group], resources) == []
+
+    # The NodeClass selecting a group of its own instead: the domain's pools no longer share one.
+    own = Resource(SECURITY_GROUP_TYPE, "own-sg", "urn:own-sg", {"vpcId": "vpc-0a1b2c3d4e5f60718"})
+    apart = [dataclasses.replace(r, property_dependencies={"spec": (own.urn,)}) if r.type == EC2_NODE_CLASS_TYPE else r
+             for r in resources] + [own]
+    violations = [v.message for v in run_policies([efa_domain_security_group], apart)]
+    assert any(f"pool {H200}: own-sg" in v for v in violations), violations
+
+
+@pytest.mark.parametrize("ami_type, devices", [("AL2023_x86_64_NVIDIA", ["/dev/xvda"]),
+                                               ("BOTTLEROCKET_x86_64_NVIDIA", ["/dev/xvda", "/dev/xvdb"])])
+def test_the_component_alone_is_valid_for_each_ami_family(ami_type, devices):
+    require_crds()
+    result = render_stack("component", PROJECT_DIR, config={}, program=_component_program(_component_args(ami_type=ami_type)))
+    node_class = next(r.inputs for r in result.resources if r.type == EC2_NODE_CLASS_TYPE)
+    assert [d["deviceName"] for d in node_class["spec"]["blockDeviceMappings"]] == devices
+    assert [d.get("rootVolume") for d in node_class["spec"]["blockDeviceMappings"]][-1] is True
+    assert crd_problems(node_class) == []
+    # Its own group carries the self rules, and the self-rules policy audits it through the NodeClass.
+    from gpu_fabric.policies.security_groups import efa_security_group_self_rules, efa_security_groups
+
+    resources = [Resource(r.type, r.name, r.urn, r.inputs, r.parent, dict(r.dependencies)) for r in result.resources]
+    assert [g.name for g in efa_security_groups(resources)] == ["p5en-efa-sg"]
+    assert run_policies([efa_security_group_self_rules], resources) == []
+    no_ingress = [r for r in resources if r.type != "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"]
+    assert run_policies([efa_security_group_self_rules], no_ingress) != []
+
+
+@pytest.mark.parametrize("changes, path", [
+    ({"efa_layout": "legacy"}, "efaLayout"),
+    ({"node_count": 0}, "node_count"),
+    ({"object_name": "Not_A_Name"}, "object_name"),
+    ({"karpenter": {"node_role": "nodes", "version": "1.9.0"}}, "karpenter"),
+])
+def test_the_component_refuses_bad_arguments_at_the_property(changes, path):
+    from gpu_fabric.resources.karpenter_pool import plan_karpenter_pool
+
+    with pytest.raises(ConfigError) as raised:
+        plan_karpenter_pool(_component_args(**changes), BundledInstanceCatalog(), default_name="p5en")
+    assert any(p.startswith(path) for p, _ in raised.value.problems), raised.value.problems
+
+
+def test_the_shared_validator_applies_kueues_cel_rules_too():
+    require_crds()
+    from crd_validation import KUEUE_DIR
+
+    require_crds(KUEUE_DIR)
+    queue = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "q"},
+             "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu", "cpu"],
+                                          "flavors": [{"name": "f", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}]}}
+    problems = crd_problems(queue)
+    assert problems and all("resourceGroups" in p for p in problems), problems
+    queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"].append({"name": "cpu", "nominalQuota": 4})
+    assert crd_problems(queue) == []

@@ -49,6 +49,7 @@ from gpu_fabric.policies._props import (
     siblings,
     stack_resources,
 )
+from gpu_fabric.policies.karpenter import node_pool_security_groups
 from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools
 from gpu_fabric.gpustack.transfer import analyze
 
@@ -135,6 +136,12 @@ def _groups_by_pool(domain: EfaDomain, resources: Sequence[Resource]) -> dict[st
     by_name = {r.name: r for r in resources if r.type == NODE_GROUP_TYPE}
     groups: dict[str, list[Resource]] = {}
     for pool in domain.pools:
+        if pool.provided_by == "NodePool" and pool.node_group:
+            # A Karpenter pool: the groups its EC2NodeClass selects.
+            selected = node_pool_security_groups(pool.node_group, resources)
+            if selected is not None:
+                groups.setdefault(pool.name, []).extend(selected)
+            continue
         for name in (pool.node_group or "").split(", "):
             if name in by_name:
                 groups.setdefault(pool.name, []).extend(node_group_security_groups(by_name[name], resources))

@@ -106,6 +106,33 @@ def _selected_stack_groups(node_class: Resource, resources: Sequence[Resource]) 
     return [by_urn[urn] for urn in dependencies if urn in by_urn and by_urn[urn].type == SECURITY_GROUP_TYPE]
 
 
+def node_class_security_groups(node_class: Resource, resources: Sequence[Resource]) -> list[Resource]:
+    """The stack's security groups an EFA NodeClass selects (by the engine's property dependencies of ``spec``;
+    without them, the groups registered beside it). Groups outside the stack (known ``sg-...`` ids) are not
+    counted: their rules cannot be read here."""
+    if not _efa_count(node_class):
+        return []
+    selected = _selected_stack_groups(node_class, resources)
+    if selected is not None:
+        return selected
+    return [r for r in resources if r.type == SECURITY_GROUP_TYPE and r.parent and r.parent == node_class.parent]
+
+
+def efa_node_classes(resources: Sequence[Resource]) -> list[Resource]:
+    """The stack's EC2NodeClasses that carry EFA interfaces."""
+    return [node_class for node_class in node_classes(resources) if _efa_count(node_class)]
+
+
+def node_pool_security_groups(node_pool_name: str, resources: Sequence[Resource]) -> Optional[list[Resource]]:
+    """The stack's security groups on the nodes of NodePool ``node_pool_name`` (``None``: no such EFA NodePool)."""
+    classes = node_classes(resources)
+    pool = next((p for p in node_pools(resources) if p.object_name == node_pool_name), None)
+    node_class = _node_class_of(pool, classes) if pool is not None else None
+    if node_class is None or not _efa_count(node_class):
+        return None
+    return node_class_security_groups(node_class, resources)
+
+
 def security_group_findings(node_class: Resource, resources: Sequence[Resource]) -> list[str]:
     """An EFA NodeClass must select the EFA security group this stack creates."""
     if not _efa_count(node_class):
