@@ -146,7 +146,7 @@ def test_mixing_p5en_and_p5_is_refused_at_instance_types_with_exit_2(tmp_path):
     (lambda aws: aws.pop("karpenter"), "pools[0].aws", "karpenter.nodeRole"),
     (lambda aws: aws.update(scaling={"minSize": 1, "maxSize": 2}), "pools[0].aws", "scaling: a managed-node-group setting"),
     (lambda aws: aws.update(nodeRoleArn="arn:aws:iam::123456789012:role/x"), "pools[0].aws", "karpenter.nodeRole"),
-    (lambda aws: aws["karpenter"].update(version="1.10.2"), "pools[0].aws.karpenter", ">= 1.11"),
+    (lambda aws: aws["karpenter"].update(version="1.10.2"), "pools[0].aws.karpenter.version", ">= 1.11"),
     (lambda aws: aws["karpenter"].update(associatePublicIpAddress=True), "pools[0].aws.karpenter.associatePublicIpAddress",
      "more than one"),
     (lambda aws: aws.update(labels={"karpenter.k8s.aws/team": "a"}), "pools[0].aws.labels", "Karpenter itself"),

@@ -128,6 +128,15 @@ class KarpenterSpec(SpecModel):
     associate_public_ip_address: bool = False
     """``EC2NodeClass.spec.associatePublicIPAddress``; EC2 refuses a public IP on an instance with more than one EFA."""
 
+    @field_validator("version")
+    @classmethod
+    def _at_least_1_11(cls, value: str | None) -> str | None:
+        if value is not None and karpenter_version(value) < KARPENTER_MIN_VERSION:
+            raise ValueError(
+                f"Karpenter {value} cannot express the EFA layout; EC2NodeClass networkInterfaces and "
+                "placementGroupSelector need Karpenter >= 1.11 (aws/karpenter-provider-aws PRs #9027, #9030)")
+        return value
+
 
 class AwsNodeGroupSpec(SpecModel):
     """An EFA-enabled EKS managed node group in one AZ and one subnet of an existing cluster."""
@@ -246,15 +255,6 @@ class AwsNodeGroupSpec(SpecModel):
             if missing:
                 raise ValueError(f"{missing[0]}: required for a managed node group (provisioner managedNodeGroup)")
         return data
-
-    @field_validator("karpenter")
-    @classmethod
-    def _karpenter_version(cls, value: KarpenterSpec | None) -> KarpenterSpec | None:
-        if value is not None and value.version is not None and karpenter_version(value.version) < KARPENTER_MIN_VERSION:
-            raise ValueError(
-                f"version: Karpenter {value.version} cannot express the EFA layout; EC2NodeClass networkInterfaces and "
-                "placementGroupSelector need Karpenter >= 1.11 (aws/karpenter-provider-aws PRs #9027, #9030)")
-        return value
 
     @model_validator(mode="after")
     def _capacity_rules(self) -> "AwsNodeGroupSpec":
