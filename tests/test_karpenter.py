@@ -143,9 +143,9 @@ def test_mixing_p5en_and_p5_is_refused_at_instance_types_with_exit_2(tmp_path):
 @pytest.mark.parametrize("change, path, words", [
     (lambda aws: aws.update(provisioner="fargate"), "pools[0].aws.provisioner", "managedNodeGroup"),
     (lambda aws: aws["karpenter"].pop("nodeRole"), "pools[0].aws.karpenter.nodeRole", "required"),
-    (lambda aws: aws.pop("karpenter"), "pools[0].aws", "karpenter.nodeRole"),
-    (lambda aws: aws.update(scaling={"minSize": 1, "maxSize": 2}), "pools[0].aws", "scaling: a managed-node-group setting"),
-    (lambda aws: aws.update(nodeRoleArn="arn:aws:iam::123456789012:role/x"), "pools[0].aws", "karpenter.nodeRole"),
+    (lambda aws: aws.pop("karpenter"), "pools[0].aws.karpenter", "karpenter.nodeRole"),
+    (lambda aws: aws.update(scaling={"minSize": 1, "maxSize": 2}), "pools[0].aws.scaling", "a managed-node-group setting"),
+    (lambda aws: aws.update(nodeRoleArn="arn:aws:iam::123456789012:role/x"), "pools[0].aws.nodeRoleArn", "karpenter.nodeRole"),
     (lambda aws: aws["karpenter"].update(version="1.10.2"), "pools[0].aws.karpenter.version", ">= 1.11"),
     (lambda aws: aws["karpenter"].update(associatePublicIpAddress=True), "pools[0].aws.karpenter.associatePublicIpAddress",
      "more than one"),
@@ -162,7 +162,7 @@ def test_karpenter_settings_on_a_node_group_pool_are_refused():
     config = values()
     config["pools"][1]["aws"]["karpenter"] = {"nodeRole": "nodes"}
     problems = _problems(config)
-    assert any(p == "pools[1].aws" and "karpenter: Karpenter settings on a managed node group" in m for p, m in problems), problems
+    assert any(p == "pools[1].aws.karpenter" and "Karpenter settings on a managed node group" in m for p, m in problems), problems
 
 
 # -- the rest of the stack ----------------------------------------------------------------------------
@@ -375,3 +375,12 @@ def test_the_shared_validator_applies_kueues_cel_rules_too():
     assert problems and all("resourceGroups" in p for p in problems), problems
     queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"].append({"name": "cpu", "nominalQuota": 4})
     assert crd_problems(queue) == []
+
+
+def test_a_provisioner_mistake_is_reported_with_every_other_field_error():
+    config = values()
+    aws = config["pools"][0]["aws"]
+    aws.pop("vpcId")
+    aws["scaling"] = {"minSize": 1, "maxSize": 2}
+    paths = [p for p, _ in _problems(config)]
+    assert "pools[0].aws.vpcId" in paths and "pools[0].aws.scaling" in paths

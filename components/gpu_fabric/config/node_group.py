@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ModelWrapValidatorHandler, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from gpu_fabric.config import syntax
 from gpu_fabric.config.aws_rules import ONE_SUBNET_REASON, cluster_tag_problem
@@ -231,30 +232,24 @@ class AwsNodeGroupSpec(SpecModel):
             raise ValueError(problem)
         return tags
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _provisioner_fields(cls, data: Any) -> Any:
-        # Refused before field validation so the error names the field that does not belong.
-        if not isinstance(data, dict):
-            return data
-        provisioner = data.get("provisioner") or "managedNodeGroup"
-        snake = {"nodeRoleArn": "node_role_arn", "releaseVersion": "release_version",
-                 "kubernetesVersion": "kubernetes_version", "scaling": "scaling"}
-        if provisioner == "karpenter":
-            for key, why in NODE_GROUP_ONLY_FIELDS.items():
-                if data.get(key) is not None or data.get(snake[key]) is not None:
-                    raise ValueError(f"{key}: a managed-node-group setting, not used by provisioner karpenter ({why})")
-            if data.get("karpenter") is None:
-                raise ValueError("karpenter: provisioner karpenter needs its settings, at least karpenter.nodeRole "
-                                 "(the IAM role name of the nodes)")
-        elif provisioner == "managedNodeGroup":
-            if data.get("karpenter") is not None:
-                raise ValueError("karpenter: Karpenter settings on a managed node group; set provisioner: karpenter "
-                                 "or remove them")
-            missing = [key for key in ("nodeRoleArn", "scaling") if data.get(key) is None and data.get(snake[key]) is None]
-            if missing:
-                raise ValueError(f"{missing[0]}: required for a managed node group (provisioner managedNodeGroup)")
-        return data
+    def _provisioner_fields(cls, data: Any, handler: ModelWrapValidatorHandler["AwsNodeGroupSpec"]) -> "AwsNodeGroupSpec":
+        # Reported at the field that does not belong (or is missing), together with every other field error.
+        problems = provisioner_problems(data) if isinstance(data, dict) else []
+        details = [InitErrorDetails(type=PydanticCustomError("provisioner", message), loc=(field,), input=data)
+                   for field, message in problems]
+        try:
+            spec = handler(data)
+        except ValidationError as error:
+            if not details:
+                raise
+            raise ValidationError.from_exception_data(cls.__name__, [
+                *(InitErrorDetails(type=e["type"], loc=e["loc"], input=e["input"], ctx=e.get("ctx") or {})  # type: ignore[typeddict-item]
+                  for e in error.errors(include_url=False)), *details]) from None
+        if details:
+            raise ValidationError.from_exception_data(cls.__name__, details)
+        return spec
 
     @model_validator(mode="after")
     def _capacity_rules(self) -> "AwsNodeGroupSpec":
@@ -282,6 +277,37 @@ class AwsNodeGroupSpec(SpecModel):
     def ami_family(self) -> Literal["al2023", "bottlerocket"]:
         """``bottlerocket`` or ``al2023``: decides user-data format and volume layout."""
         return "bottlerocket" if self.ami_type.startswith("BOTTLEROCKET") else "al2023"
+
+
+_SNAKE = {"nodeRoleArn": "node_role_arn", "releaseVersion": "release_version", "kubernetesVersion": "kubernetes_version",
+          "scaling": "scaling", "karpenter": "karpenter"}
+
+
+def provisioner_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(field, reason)`` for settings of the other provisioner, and for what the chosen one needs but lacks.
+
+    ``data`` is a pool's ``aws`` block as written (camelCase or snake_case keys).
+    """
+    def given(key: str) -> bool:
+        return data.get(key) is not None or data.get(_SNAKE[key]) is not None
+
+    provisioner = data.get("provisioner") or "managedNodeGroup"
+    if provisioner == "karpenter":
+        problems = [(key, f"a managed-node-group setting, not used by provisioner karpenter ({why})")
+                    for key, why in NODE_GROUP_ONLY_FIELDS.items() if given(key)]
+        if not given("karpenter"):
+            problems.append(("karpenter", "provisioner karpenter needs its settings, at least karpenter.nodeRole "
+                                          "(the IAM role name of the nodes)"))
+        return problems
+    if provisioner != "managedNodeGroup":
+        return []  # the provisioner field itself is refused
+    problems = []
+    if given("karpenter"):
+        problems.append(("karpenter", "Karpenter settings on a managed node group; set provisioner: karpenter or "
+                                      "remove them"))
+    problems.extend((key, "Field required for a managed node group (provisioner managedNodeGroup)")
+                    for key in ("nodeRoleArn", "scaling") if not given(key))
+    return problems
 
 
 def karpenter_version(text: str) -> tuple[int, ...]:
