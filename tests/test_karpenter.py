@@ -27,6 +27,7 @@ from gpu_fabric.verify.expectations import pool_selector
 
 from crd_validation import crd_problems, require_crds
 from stack_configs import PROJECT_DIR, stack_values
+from test_policy_grpc import analyzer  # noqa: F401  (the pack served over gRPC, a module fixture)
 
 STACK = "karpenter-efa"
 H200 = "gpustack--nvidia-h200-linux-amd64"
@@ -384,3 +385,30 @@ def test_a_provisioner_mistake_is_reported_with_every_other_field_error():
     aws["scaling"] = {"minSize": 1, "maxSize": 2}
     paths = [p for p, _ in _problems(config)]
     assert "pools[0].aws.vpcId" in paths and "pools[0].aws.scaling" in paths
+
+
+def test_the_pack_over_the_analyzer_protocol_passes_the_example_and_refuses_a_mixed_node_pool(rendered, analyzer):  # noqa: F811
+    """As the engine calls it: every number a double, property dependencies as URN lists."""
+    from pulumi.runtime.proto import analyzer_pb2
+    from test_policy_grpc import struct
+
+    def request(resources):
+        return analyzer_pb2.AnalyzeStackRequest(resources=[
+            analyzer_pb2.AnalyzerResource(
+                type=r.type, properties=struct(r.inputs), urn=r.urn, name=r.name, parent=r.parent,
+                propertyDependencies={key: analyzer_pb2.AnalyzerPropertyDependencies(urns=list(urns))
+                                      for key, urns in r.dependencies.items()})
+            for r in resources])
+
+    response = analyzer.AnalyzeStack(request(rendered.resources))
+    assert [d.message for d in response.diagnostics if d.enforcementLevel == analyzer_pb2.MANDATORY] == []
+    mixed = []
+    for r in rendered.resources:
+        if r.type == NODE_POOL_TYPE:
+            inputs = copy.deepcopy(r.inputs)
+            inputs["spec"]["template"]["spec"]["requirements"][0]["values"].append("p5.48xlarge")
+            r = dataclasses.replace(r, inputs=inputs)
+        mixed.append(r)
+    response = analyzer.AnalyzeStack(request(mixed))
+    found = [d.message for d in response.diagnostics if d.policyName == "karpenter-efa-pool"]
+    assert any("instanceTypes p5.48xlarge" in m for m in found), [d.message for d in response.diagnostics]

@@ -43,7 +43,6 @@ from gpu_fabric.policies._props import (
     Resource,
     as_list,
     as_mapping,
-    is_unknown,
     known_str,
     stack_resources,
 )
@@ -137,14 +136,9 @@ def security_group_findings(node_class: Resource, resources: Sequence[Resource])
     """An EFA NodeClass must select the EFA security group this stack creates."""
     if not _efa_count(node_class):
         return []
-    terms = [as_mapping(t) for t in as_list(node_class.spec.get("securityGroupSelectorTerms"))]
     selected = _selected_stack_groups(node_class, resources)
-    if selected is None:
-        if any(is_unknown(t.get("id")) for t in terms):
-            return []  # an id from another resource, not traceable here: nothing to refuse
-        selected = []
-    if selected:
-        return []
+    if selected is None or selected:
+        return []  # None: the engine did not say where the spec's values come from, so nothing to refuse
     return [f"EC2NodeClass {node_class.object_name} has {_efa_count(node_class)} EFA interfaces but selects no EFA "
             "security group of this stack (the EFA domain's group, or the pool's own, with all traffic to and from "
             "itself): EFA traffic between its nodes would be dropped"]
