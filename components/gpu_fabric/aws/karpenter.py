@@ -199,7 +199,11 @@ def ec2_node_class(
 
 
 def capacity_types(spec: AwsNodeGroupSpec) -> list[str]:
-    """``karpenter.sh/capacity-type`` values: ``reserved`` with a reservation or block, else on-demand / spot."""
+    """``karpenter.sh/capacity-type`` values: ``reserved`` with a reservation or block, else on-demand / spot.
+
+    Capacity Blocks are modelled as capacity reservations, selected by id like an ODCR
+    (karpenter.sh/docs/tasks/odcrs; needs the ``ReservedCapacity`` feature gate).
+    """
     if spec.capacity_reservation_id:
         return ["reserved"]
     return ["spot"] if spec.capacity_type == "SPOT" else ["on-demand"]
