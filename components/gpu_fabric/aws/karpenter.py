@@ -46,7 +46,8 @@ RESTRICTED_LABEL_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws")
 _ALIAS_FAMILY = {"al2023": "al2023", "bottlerocket": "bottlerocket"}
 
 BOTTLEROCKET_OS_VOLUME = "4Gi"
-"""Karpenter's own default size of Bottlerocket's OS volume /dev/xvda (nodeclasses.md, blockDeviceMappings)."""
+"""Karpenter's own default size of Bottlerocket's OS volume /dev/xvda (aws/karpenter-provider-aws
+``pkg/providers/amifamily/bottlerocket.go``, ``DefaultBlockDeviceMappings``; ``EphemeralBlockDevice`` is /dev/xvdb)."""
 
 DISRUPTION_BUDGET = [{"nodes": "1"}]
 """At most one node of the pool is disrupted voluntarily at a time (drift, emptiness): a drifted EFA layout
@@ -146,7 +147,8 @@ def node_class_block_devices(ami_family: str, root_volume: RootVolumeSpec) -> li
 
     size = f"{root_volume.size_gib}Gi"
     if ami_family == "bottlerocket":
-        # OS on /dev/xvda, images and pods on the data volume /dev/xvdb (Karpenter's Bottlerocket layout).
+        # OS on /dev/xvda, images and pods on the data volume /dev/xvdb (Karpenter's Bottlerocket layout:
+        # bottlerocket.go, EphemeralBlockDevice), which is kubelet's root, hence rootVolume.
         return [{"deviceName": "/dev/xvda", "ebs": ebs(BOTTLEROCKET_OS_VOLUME)},
                 {"deviceName": "/dev/xvdb", "ebs": ebs(size), "rootVolume": True}]
     return [{"deviceName": "/dev/xvda", "ebs": ebs(size), "rootVolume": True}]
