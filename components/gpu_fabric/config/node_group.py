@@ -1,4 +1,5 @@
-"""Configuration model of one pool's EFA-enabled EKS managed node group (``aws:`` on a pool).
+"""Configuration model of one pool's EFA nodes (``aws:`` on a pool): an EFA-enabled EKS managed node group, or
+with ``provisioner: karpenter`` the settings of the EC2NodeClass and NodePool Karpenter launches them from.
 
 The rules encoded here come from what EFA needs and what other tools got wrong
 (research/eks-efa-anchors.md): one explicit AZ and exactly one subnet (EFA does not cross subnets or
@@ -36,7 +37,6 @@ pool's nodes by it."""
 KARPENTER_MIN_VERSION = (1, 11)
 """``EC2NodeClass.spec.networkInterfaces`` (PR #9027) and ``spec.placementGroupSelector`` (PR #9030) first
 shipped in Karpenter v1.11.0 (research/breadth-2026.md section 1.1); older releases prune both fields."""
-KARPENTER_ONLY_FIELDS = ("karpenter",)
 NODE_GROUP_ONLY_FIELDS = {
     "scaling": "a NodePool's size is the pool's nodeCount (limits.nodes, or replicas with karpenter.static)",
     "nodeRoleArn": "Karpenter takes the node role by name: set karpenter.nodeRole",
@@ -45,7 +45,9 @@ NODE_GROUP_ONLY_FIELDS = {
 }
 """Managed-node-group settings that mean nothing to Karpenter, and what to write instead."""
 _DURATION = r"^(([0-9]+(s|m|h))+|Never)$"  # NodePool ``expireAfter`` / ``consolidateAfter`` (karpenter.sh_nodepools.yaml)
-_AMI_VERSION = r"^(latest|v[0-9]{8}|[0-9]+\.[0-9]+\.[0-9]+)$"
+# AL2023 releases are dated (v20260801), Bottlerocket's are semantic (v1.20.3); EC2NodeClass CEL only wants
+# "<family>@<something>" (karpenter.k8s.aws_ec2nodeclasses.yaml, amiSelectorTerms[].alias).
+_AMI_VERSION = r"^(latest|v[0-9]{8}|v?[0-9]+\.[0-9]+\.[0-9]+)$"
 _KARPENTER_VERSION = r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$"
 
 MAX_NODES = 5000
@@ -119,8 +121,8 @@ class KarpenterSpec(SpecModel):
     """A static NodePool (``spec.replicas`` = the pool's nodeCount): Karpenter keeps exactly that many nodes
     whatever the pods ask; otherwise nodes follow pending pods up to ``limits.nodes``."""
     ami_version: Annotated[str, Field(pattern=_AMI_VERSION)] = "latest"
-    """The version half of the AMI alias (``al2023@<version>``); pin it in production, ``latest`` drifts (and
-    replaces) nodes whenever EKS publishes an AMI."""
+    """The version half of the AMI alias (``al2023@v20260801``, ``bottlerocket@v1.20.3``); pin it in production,
+    ``latest`` drifts (and replaces) nodes whenever EKS publishes an AMI."""
     expire_after: Annotated[str, Field(pattern=_DURATION)] = "Never"
     """NodePool ``template.spec.expireAfter``. Default ``Never``: an expiring node is terminated even while it
     serves; roll nodes through drift (AMI version, NodeClass changes) instead."""
