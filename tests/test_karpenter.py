@@ -276,7 +276,8 @@ def test_the_component_alone_renders_its_own_security_group_and_a_static_reserve
     node_pool = next(r.inputs for r in result.resources if r.type == NODE_POOL_TYPE)
     assert node_class["spec"]["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
     assert "placementGroupSelector" not in node_class["spec"]
-    assert node_pool["spec"]["replicas"] == 4 and node_pool["spec"]["limits"] == {"nodes": 4}
+    # One node above the size: room for the replacement a drift roll launches first (karpenter-provider-aws#8873).
+    assert node_pool["spec"]["replicas"] == 4 and node_pool["spec"]["limits"] == {"nodes": 5}
     requirements = {r["key"]: r["values"] for r in node_pool["spec"]["template"]["spec"]["requirements"]}
     assert requirements["karpenter.sh/capacity-type"] == ["reserved"]
     require_crds()
@@ -306,7 +307,7 @@ def test_diff_of_two_renders_rolls_the_nodes_when_the_node_class_interfaces_chan
     fewer_cards = changed(EC2_NODE_CLASS_TYPE, lambda m: m["spec"]["networkInterfaces"].pop())
     step = next(s for s in compare(rendered.resources, fewer_cards).steps if s.type == EC2_NODE_CLASS_TYPE)
     assert step.op == "update" and step.rolls_nodes
-    bigger = changed(NODE_POOL_TYPE, lambda m: m["spec"]["limits"].update(nodes=4))
+    bigger = changed(NODE_POOL_TYPE, lambda m: m["spec"]["limits"].update(nodes=5))
     step = next(s for s in compare(rendered.resources, bigger).steps if s.type == NODE_POOL_TYPE)
     assert step.op == "update" and not step.rolls_nodes
 

@@ -32,5 +32,5 @@ def test_karpenter_pool_from_camel_case_inputs(mocks: Mocks) -> None:  # noqa: F
     node_pool = mocks.inputs[mocks.types[NODE_POOL_TYPE]]
     assert node_class["spec"]["role"] == "llm-serving-karpenter-nodes"
     assert node_class["spec"]["placementGroupSelector"] == {"name": "x-placement"}  # mode create by default
-    assert node_pool["spec"]["limits"] == {"nodes": 3}
+    assert node_pool["spec"]["limits"] == {"nodes": 4}  # the size and one drift replacement
     assert node_pool["spec"]["template"]["metadata"]["labels"]["team"] == "ml"

@@ -53,6 +53,12 @@ DISRUPTION_BUDGET = [{"nodes": "1"}]
 """At most one node of the pool is disrupted voluntarily at a time (drift, emptiness): a drifted EFA layout
 rolls node by node instead of 10% at once (Karpenter's default budget)."""
 
+DRIFT_SURGE_NODES = 1
+"""``limits.nodes`` is the pool's size plus this: Karpenter launches a drifted node's replacement before it
+drains the old one, and a NodePool at its node limit cannot, so drift deadlocks (aws/karpenter-provider-aws
+#8873, static pools with ``limits.nodes == replicas``; EKS "Static Capacity Node Pools": set ``limits.nodes``
+above ``replicas``). One, as the disruption budget replaces one node at a time."""
+
 
 class KarpenterInputError(ValueError):
     """The Karpenter objects cannot be built; ``problems`` lists every reason (each names its field)."""
@@ -220,7 +226,8 @@ def node_pool(
     labels: Mapping[str, str],
     taints: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The ``NodePool``: pinned to the instance types, the zone and the capacity type; sized by ``node_count``.
+    """The ``NodePool``: pinned to the instance types, the zone and the capacity type; sized by ``node_count``
+    (``limits.nodes`` = ``node_count`` + :data:`DRIFT_SURGE_NODES`; ``replicas`` = ``node_count`` when static).
 
     Disruption: ``WhenEmpty`` -- Karpenter never consolidates an *underutilised* GPU node, which would
     evict the model replicas it serves to pack them elsewhere; only empty nodes go (after
@@ -250,8 +257,9 @@ def node_pool(
         "template": {"metadata": {"labels": node_labels(labels)}, "spec": template_spec},
         "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": karpenter.consolidate_after,
                        "budgets": [dict(budget) for budget in DISRUPTION_BUDGET]},
-        # Never more nodes than the pool's size, so Kueue's quotas (the same number) stay true.
-        "limits": {"nodes": node_count},
+        # The pool's size plus the one node a drift roll adds while it replaces another; Kueue's quotas meter
+        # the pool's size, so the surge node never admits more work.
+        "limits": {"nodes": node_count + DRIFT_SURGE_NODES},
     }
     if karpenter.static:
         pool_spec["replicas"] = node_count
@@ -259,12 +267,13 @@ def node_pool(
 
 
 def node_pool_size(node_pool_object: Mapping[str, Any]) -> int | None:
-    """The most nodes a NodePool holds: ``replicas`` when static, else ``limits.nodes`` (``None``: unbounded)."""
+    """The nodes a NodePool serves with: ``replicas`` when static, else ``limits.nodes`` less the drift surge
+    (``None``: unbounded). What Kueue's quotas of the pool meter."""
     pool_spec = node_pool_object.get("spec") or {}
     if pool_spec.get("replicas") is not None:
         return int(pool_spec["replicas"])
     nodes = (pool_spec.get("limits") or {}).get("nodes")
-    return int(nodes) if nodes is not None else None
+    return int(nodes) - DRIFT_SURGE_NODES if nodes is not None else None
 
 
 def requirement_values(node_pool_object: Mapping[str, Any], key: str) -> list[str] | None:
