@@ -354,6 +354,8 @@ def test_the_component_alone_is_valid_for_each_ami_family(ami_type, devices):
 @pytest.mark.parametrize("changes, path", [
     ({"efa_layout": "legacy"}, "efaLayout"),
     ({"node_count": 0}, "node_count"),
+    ({"node_count": 5001}, "node_count"),
+    ({"node_count": True}, "node_count"),
     ({"object_name": "Not_A_Name"}, "object_name"),
     ({"karpenter": {"node_role": "nodes", "version": "1.9.0"}}, "karpenter"),
 ])

@@ -27,7 +27,7 @@ from gpu_fabric.aws.node_group import (
 )
 from gpu_fabric.aws.user_data import user_data_for_ami
 from gpu_fabric.config.base import ConfigError
-from gpu_fabric.config.node_group import AwsNodeGroupSpec
+from gpu_fabric.config.node_group import MAX_NODES, AwsNodeGroupSpec
 from gpu_fabric.config.syntax import dns_subdomain
 from gpu_fabric.config.taints import Taint
 from gpu_fabric.resources.args import AwsNodesArgs, KarpenterArgs, KubeletTopologyArgs, Required
@@ -126,8 +126,9 @@ def plan_karpenter_pool(
                             "EfaNodeGroup")])
     extra = {_COMPONENT_KEYS[key]: value for key, value in args.items() if key in _COMPONENT_KEYS}
     node_count = extra.get("node_count")
-    if isinstance(node_count, bool) or not isinstance(node_count, int) or node_count < 1:
-        raise ConfigError([("node_count", f"the pool's size must be a whole number of nodes >= 1, got {node_count!r}")])
+    if isinstance(node_count, bool) or not isinstance(node_count, int) or not 1 <= node_count <= MAX_NODES:
+        raise ConfigError([("node_count", f"the pool's size must be a whole number of nodes from 1 to {MAX_NODES}, "
+                            f"got {node_count!r}")])
     object_name = str(extra.get("object_name") or default_name)
     try:
         dns_subdomain(object_name, "objectName")
