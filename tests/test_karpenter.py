@@ -415,3 +415,12 @@ def test_the_pack_over_the_analyzer_protocol_passes_the_example_and_refuses_a_mi
     response = analyzer.AnalyzeStack(request(mixed))
     found = [d.message for d in response.diagnostics if d.policyName == "karpenter-efa-pool"]
     assert any("instanceTypes p5.48xlarge" in m for m in found), [d.message for d in response.diagnostics]
+
+
+def test_a_deliberate_subset_of_efa_cards_passes_only_when_the_pack_allows_fewer(rendered):
+    def eight_cards(props):
+        props["spec"]["networkInterfaces"] = props["spec"]["networkInterfaces"][:9]  # interface + 8 efa-only
+    resources = _edit(_resources(rendered), EC2_NODE_CLASS_TYPE, eight_cards)
+    assert any("needs 16" in v for v in _violations(resources))
+    allowed = run_policies([karpenter_efa_pool], resources, {"karpenter-efa-pool": {"allowFewerEfaInterfaces": True}})
+    assert allowed == []

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.aws.karpenter import (
     EC2_NODE_CLASS_API_VERSION,
@@ -78,8 +78,12 @@ def _node_class_of(pool: Resource, classes: Sequence[Resource]) -> Optional[Reso
     return next((c for c in classes if c.object_name == name), None)
 
 
-def layout_findings(node_class: Resource, instance_types: Sequence[str]) -> list[str]:
-    """The NodeClass's interfaces against every instance type (bundled facts; unknown types are not judged)."""
+def layout_findings(node_class: Resource, instance_types: Sequence[str], allow_fewer: bool = False) -> list[str]:
+    """The NodeClass's interfaces against every instance type (bundled facts; unknown types are not judged).
+
+    Each type must get exactly ``EfaInfo.MaximumEfaInterfaces`` EFAs, as ``efa-launch-template-interfaces``
+    demands of a launch template; ``allow_fewer`` accepts a deliberate subset of cards (``efaCardIndices``).
+    """
     from gpu_fabric.aws.catalog import BundledInstanceCatalog, UnknownInstanceTypeError
     from gpu_fabric.aws.efa import validate_plan
 
@@ -90,7 +94,9 @@ def layout_findings(node_class: Resource, instance_types: Sequence[str]) -> list
             info = BundledInstanceCatalog().describe([name])[name]
         except UnknownInstanceTypeError:
             continue
-        for problem in validate_plan(info, interfaces):
+        maximum = int(((info.get("NetworkInfo") or {}).get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0))
+        efa_count = (min(_efa_count(node_class), maximum) or None) if allow_fewer else None
+        for problem in validate_plan(info, interfaces, efa_count=efa_count):
             problems.append(f"EC2NodeClass {node_class.object_name}: instanceTypes {name}: {problem} -- one NodeClass "
                             "carries one EFA layout; give instance types whose EFA cards differ a pool each")
     return problems
@@ -159,8 +165,8 @@ def version_findings(component: Resource) -> list[str]:
     return []
 
 
-def karpenter_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
-    """``(message, urn)`` for every Karpenter rule the stack breaks."""
+def karpenter_findings(resources: Sequence[Resource], allow_fewer: bool = False) -> list[tuple[str, str]]:
+    """``(message, urn)`` for every Karpenter rule the stack breaks (``allow_fewer``: see :func:`layout_findings`)."""
     classes = node_classes(resources)
     findings: list[tuple[str, str]] = []
     for node_class in classes:
@@ -174,7 +180,7 @@ def karpenter_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
         if pool_class is None or not _efa_count(pool_class):
             continue
         types = requirement_values({"spec": pool.spec}, INSTANCE_TYPE_KEY) or []
-        findings.extend((problem, pool.urn) for problem in layout_findings(pool_class, types))
+        findings.extend((problem, pool.urn) for problem in layout_findings(pool_class, types, allow_fewer))
         has_group = bool(as_mapping(pool_class.spec.get("placementGroupSelector")))
         for problem in zone_pin_findings(has_group, requirement_values({"spec": pool.spec}, ZONE_KEY)):
             findings.append((f"NodePool {pool.object_name}: {problem}", pool.urn))
@@ -185,7 +191,8 @@ def karpenter_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
-    for message, urn in karpenter_findings(stack_resources(args)):
+    allow_fewer = bool(args.get_config().get("allowFewerEfaInterfaces", False))
+    for message, urn in karpenter_findings(stack_resources(args), allow_fewer):
         report_violation(message, urn)
 
 
@@ -201,6 +208,13 @@ karpenter_efa_pool = StackValidationPolicy(
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     tags=["aws", "efa", "karpenter"],
+    config_schema=PolicyConfigSchema(properties={
+        "allowFewerEfaInterfaces": {
+            "type": "boolean",
+            "default": False,
+            "description": "Accept NodeClasses that deliberately use a subset of the EFA cards (efaCardIndices).",
+        },
+    }),
     remediation_steps=(
         "Let gpu-fabric plan the pool (aws.provisioner: karpenter, or the KarpenterEfaPool component): it writes "
         "the interfaces from the instance facts (`gpu-fabric efa-info <type>`), one instance-type family per "
