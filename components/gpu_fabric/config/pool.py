@@ -10,7 +10,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 from gpu_fabric.config import constants
 from gpu_fabric.config import syntax
 from gpu_fabric.config.quantity import QuantityError, amount
-from gpu_fabric.config.node_group import MAX_NODES, AwsNodeGroupSpec
+from gpu_fabric.config.node_group import KARPENTER_NODEPOOL_LABEL, MAX_NODES, AwsNodeGroupSpec
 from gpu_fabric.config.base import SpecModel
 from gpu_fabric.config.topology_agent import TopologyAgentSpec, topology_agent_input
 from gpu_fabric.config.taints import Taint, check_eks_taint_key
@@ -101,7 +101,8 @@ class PoolSpec(SpecModel):
     topology: KubeletTopology = Field(default_factory=KubeletTopology.fabric_default)
     """kubelet TopologyManager / CPU manager settings of the pool's nodes (seed step 2)."""
     aws: Optional[AwsNodeGroupSpec] = None
-    """An EFA-enabled EKS managed node group that provides the nodes (``fabric: efa`` only)."""
+    """The EFA nodes the stack provisions (``fabric: efa`` only): an EKS managed node group, or with
+    ``provisioner: karpenter`` an EC2NodeClass and NodePool named after the pool."""
     topology_agent: Optional[TopologyAgentSpec] = None
     """Deliver ``topology`` with the ``KubeletTopologyAgent`` DaemonSet, for nodes the stack does not provision."""
 
@@ -180,6 +181,9 @@ class PoolSpec(SpecModel):
         """
         aws = self.aws
         labels = platform_node_labels(self.name, efa=aws is not None, instance_types=aws.instance_types if aws else ())
+        if aws is not None and aws.is_karpenter:
+            # Karpenter labels every node it launches with its NodePool, which GpuFabric names after the pool.
+            labels[KARPENTER_NODEPOOL_LABEL] = self.name
         labels.update(aws.labels if aws else {})
         labels.update(self.node_labels)
         return dict(sorted(labels.items()))
