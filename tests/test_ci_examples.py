@@ -156,15 +156,33 @@ def test_offline_writes_one_comment_per_changed_stack(repo, tmp_path):
 
 
 def test_offline_reports_a_diff_that_cannot_run_in_the_comment(repo, tmp_path):
-    shutil.copy(repo / "stacks" / "Pulumi.aws-efa.yaml", repo / "stacks" / "Pulumi.brand-new.yaml")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "new stack")
+    commit_stack_edit(repo, "aws-efa", lambda c: c["gpu-fabric:pools"][0].update(acceleratorsPerNode="eight"))
     out = tmp_path / "comments"
     run = run_script("offline", "--base", "main", "--project", str(repo), "--out", str(out))
     assert run.returncode == 1
-    body = (out / "brand-new.md").read_text()
-    assert body.splitlines()[0] == marker("brand-new")
-    assert "could not be computed" in body and "'brand-new'" in body
+    body = (out / "aws-efa.md").read_text()
+    assert body.splitlines()[0] == marker("aws-efa")
+    assert "could not be computed" in body and "acceleratorsPerNode" in body
+
+
+def test_offline_new_stack_is_all_creates_and_a_removed_one_all_deletes(repo, tmp_path):
+    # Issue 21, item 4: the first PR of a new stack (and the PR removing one) keeps CI green.
+    shutil.copy(repo / "stacks" / "Pulumi.aws-efa.yaml", repo / "stacks" / "Pulumi.brand-new.yaml")
+    (repo / "stacks" / "Pulumi.seed-rdma.yaml").unlink()
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "new stack, removed stack")
+    listed = run_script("changed-stacks", "--base", "main", "--project", str(repo))
+    assert listed.stdout.split() == ["brand-new", "seed-rdma"]
+    out = tmp_path / "comments"
+    run = run_script("offline", "--base", "main", "--project", str(repo), "--out", str(out))
+    check = subprocess.run([sys.executable, "-m", "gpu_fabric.cli", "check", "--stack",
+                            "brand-new", "--project", str(repo)], capture_output=True, text=True)
+    assert run.returncode == (0 if check.returncode == 0 else 1), run.stdout + run.stderr
+    new, removed = (out / "brand-new.md").read_text(), (out / "seed-rdma.md").read_text()
+    assert "could not be computed" not in new + removed
+    assert "#### Create" in new and "#### Delete" not in new and "#### gpu-fabric check:" in new
+    assert "#### Delete" in removed and "#### Create" not in removed
+    assert "check: not run (the change removes this stack)" in removed
 
 
 def fake_pulumi(tmp_path: Path, exit_code: int) -> str:

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
 def render_or_report(stack: str, project: Path, *, preview: bool = False):
     """Render ``stack``; on a configuration problem print it (no traceback) and return ``None``."""
-    from gpu_fabric.program.render import StackNotFoundError, render_stack
+    from gpu_fabric.program.render import ProjectError, StackNotFoundError, render_stack
     from gpu_fabric.config.base import ConfigError
     from gpu_fabric.config.stack_file import StackFileError
 
@@ -70,7 +70,7 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
         return render_stack(stack, project, preview=preview)
     except ConfigError as error:
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
-    except StackNotFoundError as error:
+    except (StackNotFoundError, ProjectError) as error:
         print(f"gpu-fabric: {error}", file=sys.stderr)
     except StackFileError as error:
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
