@@ -161,3 +161,59 @@ def test_lint_names_the_file_for_objects_without_a_namespace(tmp_path):
     assert run.returncode == 1
     assert "ERROR ModelDeployment default/qwen-pd spec.engine.image: unknown field" in run.stdout
     assert f"({tmp_path / 'md.yaml'})" in run.stdout
+
+
+# -- issue 21, item 3: another team's project, rendered from its own folder.
+
+def _platform_project(root: Path, *, program: bool = True, project_yaml: str | None = None) -> Path:
+    (root / "stacks").mkdir(parents=True)
+    shutil.copy(PROJECT_DIR / "stacks" / "Pulumi.seed-rdma.yaml", root / "stacks" / "Pulumi.seed-rdma.yaml")
+    if program:
+        shutil.copy(PROJECT_DIR / "stacks" / "__main__.py", root / "stacks" / "__main__.py")
+    (root / "Pulumi.yaml").write_text(project_yaml or "name: platform\nruntime: python\nmain: stacks/\nstackConfigDir: stacks\n")
+    return root
+
+
+def test_urns_carry_the_rendered_projects_name(tmp_path):
+    from bad_input import run_cli
+    from gpu_fabric.program.urn import parse_urn
+
+    project = _platform_project(tmp_path / "platform")
+    outcome = run_cli("render", "--project", str(project), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
+    assert outcome.code == 0, outcome.describe()
+    resources = json.loads((tmp_path / "out" / "resources.json").read_text())
+    assert resources and {parse_urn(r["urn"]).project for r in resources} == {"platform"}
+    assert {parse_urn(r["parent"]).project for r in resources if r["parent"]} == {"platform"}
+
+
+def test_main_may_name_the_projects_own_program_file(tmp_path):
+    from gpu_fabric.program.render import render_stack
+
+    project = _platform_project(tmp_path, program=False,
+                                project_yaml="name: infra\nruntime: python\nmain: infra/fabric.py\nstackConfigDir: stacks\n")
+    (project / "infra").mkdir()
+    # Their own program, run instead of stacks/__main__.py; its URNs say their project.
+    (project / "infra" / "fabric.py").write_text(
+        "import pulumi\npulumi.ComponentResource('acme:index:Thing', 'thing')\n")
+    result = render_stack("seed-rdma", project)
+    assert [r.urn for r in result.resources] == ["urn:pulumi:seed-rdma::infra::acme:index:Thing::thing"]
+
+
+def test_project_without_the_stack_program_gets_one_line_saying_what_to_add(tmp_path):
+    from bad_input import run_cli
+
+    project = _platform_project(tmp_path, program=False)
+    outcome = run_cli("render", "--project", str(project), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
+    assert outcome.code == 2 and not outcome.crashed, outcome.describe()
+    assert outcome.err.count("\n") == 1
+    assert "stacks/__main__.py" in outcome.err and "build_stack()" in outcome.err and "main:" in outcome.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_unusable_project_file_is_named(tmp_path):
+    from bad_input import run_cli
+
+    project = _platform_project(tmp_path, project_yaml="runtime: python\n")
+    outcome = run_cli("render", "--project", str(project), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
+    assert outcome.code == 2 and not outcome.crashed, outcome.describe()
+    assert "Pulumi.yaml" in outcome.err and "name:" in outcome.err
