@@ -41,7 +41,7 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
     try:
         config = FabricConfig.model_validate(dict(values))
     except ValidationError as error:
-        raise ConfigError.from_validation_error(error) from None
+        raise ConfigError.from_validation_error(error, model=FabricConfig) from None
     problems = list(_reference_problems(config))
     problems.extend(_aws_target_problems(config, aws_region))
     if not problems:
