@@ -227,8 +227,8 @@ class TableOrigin:
     """What answered: EC2 itself, or the endpoint that stood in for it (e.g. moto's server)."""
 
     def describe(self) -> str:
-        """One line for humans: ``generated 2026-12-01 from us-east-1 (EC2 DescribeInstanceTypes)``."""
-        return f"generated {self.at} from {self.region} ({self.source})"
+        """One line for humans: ``generated 2026-12-01 in region us-east-1 by EC2 DescribeInstanceTypes``."""
+        return f"generated {self.at} in region {self.region} by {self.source}"
 
 
 def _load_bundled_items() -> dict[str, dict]:

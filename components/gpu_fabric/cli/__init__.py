@@ -1,7 +1,9 @@
-"""The ``gpu-fabric`` command line: ``render``, ``lint``, ``check``, ``efa-info``, ``diff`` and ``verify``.
+"""The ``gpu-fabric`` command line: ``render``, ``lint``, ``check``, ``efa-info``, ``diff``, ``verify`` and ``schema``.
 
 Each sub-command lives in its own module, which exposes ``register(subparsers)``; the module is
-imported only when the command line is parsed, so ``import gpu_fabric`` stays cheap.
+imported only when the command line is parsed, so ``import gpu_fabric`` stays cheap. What every
+command shares -- exit codes, ``--quiet``, the help layout with examples -- is
+:mod:`gpu_fabric.cli.conventions`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ import os
 import sys
 from typing import Sequence
 
+from gpu_fabric.cli.conventions import EXIT_CODES_TEXT, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, HelpFormatter
+
+__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "version_text"]
+
 # Sub-command modules, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "gpu_fabric.cli.render",
@@ -20,11 +26,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gpu_fabric.cli.efa_info",
     "gpu_fabric.cli.diff",
     "gpu_fabric.cli.verify",
+    "gpu_fabric.cli.schema",
 )
-
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_USAGE = 2
 
 
 def version_text() -> str:
@@ -48,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpu-fabric",
         description="Render, lint and check GPU fabrics (EFA/RDMA, Kueue, GPUStack, Mooncake) offline.",
+        epilog="examples:\n  gpu-fabric render && gpu-fabric check\n  gpu-fabric COMMAND --help\n\n" + EXIT_CODES_TEXT,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action=_PrintVersion, nargs=0,
                         help="print gpu-fabric's version and the GPUStack operator version it mirrors")
