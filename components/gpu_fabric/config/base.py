@@ -37,6 +37,10 @@ class SpecModel(BaseModel):
         extra="forbid",
         frozen=True,
         str_strip_whitespace=True,
+        # Each field's attribute docstring becomes its description: `gpu-fabric schema` and
+        # docs/configuration.md read them (tests/test_schema.py: every field has one). It sets
+        # FieldInfo.description only; validation is unchanged.
+        use_attribute_docstrings=True,
     )
 
     @field_validator("*", mode="before")

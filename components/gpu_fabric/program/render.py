@@ -213,6 +213,7 @@ def render_stack(
     config: Optional[dict[str, Any]] = None,
     program: Optional[Callable[[], None]] = None,
     preview: bool = False,
+    ask_ec2: bool = False,
 ) -> RenderResult:
     """Run the stack program under mocks; return what it registered.
 
@@ -223,14 +224,20 @@ def render_stack(
     do not see each other's resources or configuration. ``preview`` runs the program as the engine
     does at ``pulumi preview`` of a new stack: ids and provider-computed outputs (auto-names,
     versions) of resources not yet created are unknown, and so is every input made from them.
+
+    ``ask_ec2`` (benchmarks/ec2_calls.py) takes instance facts as ``pulumi up`` does -- EC2 with the
+    stack's ``aws:`` settings and the shell's AWS environment -- instead of the bundled table; the
+    render is then no longer hermetic.
     """
     project = read_project(project_dir)
     if program is None:
         path = str(project.require_program())
         program = lambda: runpy.run_path(path, run_name="__main__")  # noqa: E731 - the program as a thunk
     values = config if config is not None else load_stack_config(project.folder, stack)
-    with hermetic_environment():
-        return contextvars.Context().run(_render_in_fresh_context, stack, values, program, preview, project.name)
+    environment: contextlib.AbstractContextManager[None] = contextlib.nullcontext() if ask_ec2 else hermetic_environment()
+    with environment:
+        return contextvars.Context().run(_render_in_fresh_context, stack, values, program, preview, project.name,
+                                         not ask_ec2)
 
 
 # Provider SDKs fill unset inputs from these (pulumi-kubernetes: KUBECONFIG, PULUMI_K8S_*; pulumi-aws:
@@ -255,7 +262,8 @@ def hermetic_environment() -> Iterator[None]:
 
 
 def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callable[[], Any],
-                             preview: bool = False, project: str = PROJECT_NAME) -> RenderResult:
+                             preview: bool = False, project: str = PROJECT_NAME,
+                             offline_catalog: bool = True) -> RenderResult:
     import pulumi
     from pulumi.runtime import mocks as pulumi_mocks
     from pulumi.runtime.config import set_all_config
@@ -285,7 +293,8 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
 
     from gpu_fabric.aws.catalog import BundledInstanceCatalog, use_catalog
 
-    use_catalog(BundledInstanceCatalog())  # offline: instance facts from the bundled table, never EC2
+    if offline_catalog:
+        use_catalog(BundledInstanceCatalog())  # offline: instance facts from the bundled table, never EC2
     decoded = {key: _secure_values(value) for key, value in values.items()}
     set_all_config({key: _engine_encoding(value) for key, (value, _) in decoded.items()},
                    [key for key, (_, secure) in decoded.items() if secure])
