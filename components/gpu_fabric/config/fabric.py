@@ -24,6 +24,16 @@ CONFIG_NAMESPACE = "gpu-fabric"
 MAX_NAMESPACES = 1000
 MAX_POOLS = 256
 
+# Configuration keys that may be Pulumi secrets, and the kinds whose ``spec`` is made of them: a
+# secret key's objects are registered with a secret ``spec`` (encrypted in the state, "[secret]"
+# in a render). Other keys make names, labels and node groups that cannot be secret.
+SECRET_CAPABLE_KEYS: dict[str, str] = {
+    "modelDeployments": "ModelDeployment",
+    "kvCacheBackends": "KVCacheBackend",
+    "kvCachePools": "KVCachePool",
+    "kvCachePoolBindings": "KVCachePoolBinding",
+}
+
 
 class FabricConfig(SpecModel):
     """Everything one stack declares."""

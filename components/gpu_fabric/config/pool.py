@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Iterable, Literal, Optional, Sequence
+from typing import Annotated, Iterable, Literal, Optional, Sequence, Union
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
@@ -109,7 +109,8 @@ class PoolSpec(SpecModel):
     topology_agent: Optional[TopologyAgentSpec] = None
     """Deliver ``topology`` with the ``KubeletTopologyAgent`` DaemonSet, for nodes the stack does not provision."""
 
-    @field_validator("topology_agent", mode="before")
+    # json_schema_input_type: the JSON Schema shows what this validator accepts (``true`` / ``false`` too).
+    @field_validator("topology_agent", mode="before", json_schema_input_type=Union[bool, TopologyAgentSpec, None])
     @classmethod
     def _agent_switch(cls, value: object) -> object:
         return topology_agent_input(value)

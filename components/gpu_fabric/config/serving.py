@@ -267,7 +267,7 @@ class ModelDeploymentSpec(SpecModel):
     namespace: str
     """Namespace of the ModelDeployment; one of the stack's ``namespaces``."""
     model: Model
-    """The served model."""
+    """The model the deployment serves (the object's ``spec.model``)."""
     engine: Engine
     """The inference engine."""
     router: Optional[Router] = None
