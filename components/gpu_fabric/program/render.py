@@ -230,13 +230,18 @@ def render_stack(
     render is then no longer hermetic.
     """
     project = read_project(project_dir)
-    if program is None:
+    run: Callable[[], Any]
+    if program is not None:
+        run = program
+    else:
         path = str(project.require_program())
-        program = lambda: runpy.run_path(path, run_name="__main__")  # noqa: E731 - the program as a thunk
+
+        def run() -> Any:
+            return runpy.run_path(path, run_name="__main__")
     values = config if config is not None else load_stack_config(project.folder, stack)
     environment: contextlib.AbstractContextManager[None] = contextlib.nullcontext() if ask_ec2 else hermetic_environment()
     with environment:
-        return contextvars.Context().run(_render_in_fresh_context, stack, values, program, preview, project.name,
+        return contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview, project.name,
                                          not ask_ec2)
 
 
