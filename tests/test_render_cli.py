@@ -217,3 +217,13 @@ def test_unusable_project_file_is_named(tmp_path):
     outcome = run_cli("render", "--project", str(project), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
     assert outcome.code == 2 and not outcome.crashed, outcome.describe()
     assert "Pulumi.yaml" in outcome.err and "name:" in outcome.err
+
+
+def test_unusable_project_file_is_named_when_every_stack_is_rendered(tmp_path):
+    from bad_input import run_cli
+
+    project = _platform_project(tmp_path, project_yaml="name: [not, a, name]\n")
+    for command in ("render", "check"):
+        outcome = run_cli(command, "--project", str(project))
+        assert outcome.code == 2 and not outcome.crashed, outcome.describe()
+        assert outcome.err.count("\n") == 1 and "Pulumi.yaml" in outcome.err and "name:" in outcome.err

@@ -4,7 +4,8 @@ The stack program runs under Pulumi's mock runtime (``gpu_fabric.program.render`
 ``gpu_fabric.policies.ALL_POLICIES`` runs as the analyzer would run it: one
 ``ResourceValidationArgs`` per resource for resource policies, one ``StackValidationArgs`` with
 every resource (parents linked) for stack policies (``gpu_fabric.policies.runner``). Exit 1 on
-any mandatory violation, 0 otherwise, 2 on a bad configuration.
+any mandatory violation -- also one the stack refuses already at render (a configuration only
+mandatory policies refuse) -- 0 otherwise, 2 on a configuration it cannot use.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         print(policy_listing(ALL_POLICIES))
         return EXIT_OK
     stacks = selected_stacks(args)
+    if stacks is None:
+        return EXIT_USAGE
     if not stacks:
         print(f"gpu-fabric check: no stacks/Pulumi.*.yaml under {args.project}", file=sys.stderr)
         return EXIT_USAGE
@@ -64,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
         skipped: list[NotApplicable] = []
         violations = run_policies(ALL_POLICIES, resources, not_applicable=skipped)
         quiet = getattr(args, "quiet", False)
+        # --quiet leaves out the domain listing; a policy that could not decide is still said.
         text = report(stack, len(resources), len(ALL_POLICIES), violations,
-                      () if quiet else describe_stack_domains(resources), () if quiet else skipped)
+                      () if quiet else describe_stack_domains(resources), skipped)
         if args.preview:
             text = text.replace(" policies", " policies (preview: ids and names of new resources unknown)", 1)
         print(text)

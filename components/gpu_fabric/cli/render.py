@@ -33,13 +33,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def selected_stacks(args: argparse.Namespace) -> list[str]:
-    """The stacks named with ``--stack``, or every ``stacks/Pulumi.*.yaml`` of the project."""
+def selected_stacks(args: argparse.Namespace) -> list[str] | None:
+    """The stacks named with ``--stack``, or every ``stacks/Pulumi.*.yaml`` of the project; ``None``
+    (reported on stderr) when the project's ``Pulumi.yaml`` cannot be read."""
     if args.stacks:
         return list(args.stacks)
-    from gpu_fabric.program.render import example_stacks
+    from gpu_fabric.program.render import ProjectError, example_stacks
 
-    return example_stacks(args.project)
+    try:
+        return example_stacks(args.project)
+    except ProjectError as error:
+        print(f"gpu-fabric: {error}", file=sys.stderr)
+        return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from gpu_fabric.cli.render_output import OutputError
 
     stacks = selected_stacks(args)
+    if stacks is None:
+        return EXIT_USAGE
     if args.out and len(stacks) != 1:
         print("gpu-fabric render: --out needs exactly one --stack", file=sys.stderr)
         return EXIT_USAGE

@@ -149,12 +149,12 @@ def _render(project_dir: Path, stack: str, where: str) -> RenderResult:
     """Render, turning every failure into a one-line ``DiffInputError`` that names the stack and the end."""
     import yaml
 
-    from gpu_fabric.program.render import render_stack, stack_config_path
+    from gpu_fabric.program.render import ProjectError, render_stack, stack_config_path
     from gpu_fabric.config.base import ConfigError
 
     try:
         config = stack_config_path(project_dir, stack)
-    except FileNotFoundError as error:  # a name Pulumi refuses as a stack name
+    except (FileNotFoundError, ProjectError) as error:  # a name Pulumi refuses, an unreadable Pulumi.yaml
         raise DiffInputError(f"{where}: {error}") from None
     if not config.is_file():
         raise StackAbsentError(f"{where} has no stack {stack!r} ({config.parent.name}/{config.name} does not exist there)")
