@@ -148,9 +148,14 @@ def test_render_refuses_engine_image_with_exit_2_naming_the_config_path(tmp_path
 def test_version_names_the_pinned_operator():
     from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
 
+    from gpu_fabric.aws.catalog import bundled_table_origin
+
     run = gpu_fabric("--version")
     assert run.returncode == 0
     assert OPERATOR_COMMIT[:12] in run.stdout and SCHEMA_COMMIT[:12] in run.stdout
+    # Issue 21, item 6: how old the bundled instance table is, and from where.
+    assert f"bundled EC2 table {bundled_table_origin().describe()}" in run.stdout
+    assert bundled_table_origin().at != "unknown" and bundled_table_origin().region == "us-east-1"
 
 
 def test_lint_names_the_file_for_objects_without_a_namespace(tmp_path):

@@ -31,11 +31,13 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def version_text() -> str:
-    """``gpu-fabric <version>`` and the pinned GPUStack operator (:mod:`gpu_fabric.gpustack.operator_pin`)."""
+    """``gpu-fabric <version>``, the pinned GPUStack operator (:mod:`gpu_fabric.gpustack.operator_pin`) and
+    when and where the bundled EC2 table was generated."""
     from gpu_fabric import __version__
+    from gpu_fabric.aws.catalog import bundled_table_origin
     from gpu_fabric.gpustack.operator_pin import describe
 
-    return f"gpu-fabric {__version__}\nmirrors {describe()}"
+    return f"gpu-fabric {__version__}\nmirrors {describe()}\nbundled EC2 table {bundled_table_origin().describe()}"
 
 
 class _PrintVersion(argparse.Action):
