@@ -110,6 +110,16 @@ def stack_domain_lines(stack: str, project: str) -> tuple[list[str], list[str]]:
     return lines or [f"stack {stack}: no pool exchanges fabric traffic with another"], types
 
 
+def source_text(source: Any) -> str:
+    """Which catalog answered; for the bundled table also when and where it was generated."""
+    from gpu_fabric.aws.catalog import bundled_table_origin
+
+    if source.is_fallback:
+        return (f"Using the bundled instance table: {source.detail}\n"
+                f"The table was {bundled_table_origin().describe()}; it may lag EC2.")
+    return f"Source: EC2 DescribeInstanceTypes ({source.detail or 'default region'})"
+
+
 def run(args: argparse.Namespace) -> int:
     """Print one table per instance type; returns the exit code."""
     from botocore.exceptions import BotoCoreError, ClientError
@@ -117,11 +127,10 @@ def run(args: argparse.Namespace) -> int:
     from gpu_fabric.aws.catalog import UnknownInstanceTypeError, describe_with_fallback
 
     if args.stack:
-        from gpu_fabric.program.render import StackNotFoundError
         from gpu_fabric.config.base import ConfigError
-
-        from gpu_fabric.program.project import ProjectError
         from gpu_fabric.config.stack_file import StackFileError
+        from gpu_fabric.program.project import ProjectError
+        from gpu_fabric.program.render import StackNotFoundError
         from gpu_fabric.validation.pack_verdicts import PackRefusalError
 
         try:
@@ -149,16 +158,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpu-fabric efa-info: EC2 DescribeInstanceTypes failed: {error} (use --offline for the bundled table)", file=sys.stderr)
         return EXIT_USAGE
 
-    if getattr(args, "quiet", False):
-        pass
-    elif source.is_fallback:
-        from gpu_fabric.aws.catalog import bundled_table_origin
-
-        print(f"Using the bundled instance table: {source.detail}")
-        print(f"The table was {bundled_table_origin().describe()}; it may lag EC2.")
-        print("")
-    else:
-        print(f"Source: EC2 DescribeInstanceTypes ({source.detail or 'default region'})")
+    if not getattr(args, "quiet", False):
+        print(source_text(source))
         print("")
     for name in dict.fromkeys(args.types):
         _print_type(items[name], sys.stdout)
