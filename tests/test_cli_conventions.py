@@ -104,3 +104,10 @@ def test_a_mandatory_policys_refusal_exits_1_and_unusable_input_2(tmp_path):
     unusable = _project(tmp_path / "unusable", lambda c: c["gpu-fabric:pools"][0].update(fabric="infiniband"))
     for command in ("render", "check"):
         assert run_cli(command, "--project", str(unusable), "--stack", "x").code == 2
+
+
+def test_did_you_mean_for_commands_and_stack_names():
+    command = run_cli("rendr")
+    assert command.code == 2 and "did you mean 'render'?" in command.err, command.describe()
+    stack = run_cli("render", "--stack", "aws-ef", "--out", "/nonexistent/never-written")
+    assert stack.code == 2 and "did you mean 'aws-efa'?" in stack.err, stack.describe()

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Sequence
 
-from gpu_fabric.cli.conventions import EXIT_CODES_TEXT, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, HelpFormatter
+from gpu_fabric.cli.conventions import EXIT_CODES_TEXT, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, ArgumentParser, HelpFormatter
 
 __all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "version_text"]
 
@@ -50,7 +50,7 @@ class _PrintVersion(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="gpu-fabric",
         description="Render, lint and check GPU fabrics (EFA/RDMA, Kueue, GPUStack, Mooncake) offline.",
         epilog="examples:\n  gpu-fabric render && gpu-fabric check\n  gpu-fabric COMMAND --help\n\n" + EXIT_CODES_TEXT,
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_PrintVersion, nargs=0,
                         help="print gpu-fabric's version and the GPUStack operator version it mirrors")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=ArgumentParser)
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
     return parser

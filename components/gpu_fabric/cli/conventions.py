@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -25,6 +25,22 @@ EXIT_CODES_TEXT = "exit status: 0 success, 1 policy violations or failed verific
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Descriptions and the examples block as written (line breaks kept), options wrapped."""
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose "invalid choice" error (a misspelt command or option value) says which
+    choice was meant; exits 2 as argparse does."""
+
+    def error(self, message: str) -> NoReturn:
+        from gpu_fabric.config.suggestions import did_you_mean
+
+        match = _INVALID_CHOICE.search(message)
+        if match:
+            message += did_you_mean(match.group(1), re.findall(r"'([^']*)'", match.group(2)))
+        super().error(message)
 
 
 # ``name``, :func:`name`, :class:`~pkg.Name`, *word* -> plain text.

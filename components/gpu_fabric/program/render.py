@@ -123,8 +123,11 @@ def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
     """
     path = stack_config_path(project_dir, stack)
     if not path.is_file():
+        from gpu_fabric.config.suggestions import did_you_mean
+
         available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
-        raise StackNotFoundError(f"no stack {stack!r}: {path} does not exist (stacks: {', '.join(available) or 'none'})")
+        raise StackNotFoundError(f"no stack {stack!r}: {path} does not exist (stacks: {', '.join(available) or 'none'})"
+                                 + did_you_mean(stack, available))
     from gpu_fabric.config.stack_file import read_stack_file
 
     return read_stack_file(path, CONFIG_NAMESPACE)
