@@ -1,7 +1,7 @@
 """The gpu-fabric component provider: every component, for TypeScript, Go, .NET, Java and YAML programs.
 
 Pulumi starts this program (``PulumiPlugin.yaml``: ``runtime: python``) and talks gRPC to it;
-``pulumi package add <repo>/provider@<tag>`` generates an SDK from the schema it serves. The
+``pulumi package add <git URL>/provider@v<version>`` generates an SDK from the schema it serves. The
 schema comes from the components' own annotations (``pulumi.provider.experimental``'s analyzer):
 snake_case ``Args`` keys appear camelCase, ``pulumi.Input`` values are not plain, ``Required`` keys
 are required.

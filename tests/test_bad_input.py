@@ -217,12 +217,23 @@ CASES = {
 }
 
 
+# Rows a mandatory policy of the pack refuses (the stack refuses them at render too): a policy
+# violation exits 1, like `check` (issue 21, item 5); every other row is unusable input, exit 2.
+POLICY_REFUSALS = {
+    "references/efa-pool-without-placement": "efa-node-group-placement",
+    "references/member-wants-more-interfaces": "kv-cache-transport-fabric",
+    "references/topology-none-on-fabric-pool": "fabric-pool-topology",
+}
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_stack_file_is_refused_with_its_path(case, tmp_path):
     text, fragments = CASES[case]
     outcome = render_file(tmp_path, text)
     assert not outcome.crashed, outcome.describe()
-    assert outcome.code == 2, outcome.describe()
+    assert outcome.code == (1 if case in POLICY_REFUSALS else 2), outcome.describe()
+    if case in POLICY_REFUSALS:
+        assert f"(policy {POLICY_REFUSALS[case]})" in outcome.err, outcome.describe()
     for fragment in fragments:
         assert fragment in outcome.err, f"{fragment!r} missing\n{outcome.describe()}"
     assert not (tmp_path / "out").exists(), "a refused stack must write nothing"

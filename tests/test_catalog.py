@@ -248,11 +248,17 @@ def test_reported_interface_types_are_used_verbatim():
 
 def test_generator_rerun_is_byte_identical(moto_endpoint, tmp_path):
     env = moto_helper.isolated_aws_environment(tmp_path, credentials=True)
+    committed = GENERATOR.parent.parent / "components" / "gpu_fabric" / "data" / "ec2_instance_types.json.gz"
+    # The committed table says when, where and from what it was made (issue 21, item 6); the same
+    # words and date given back reproduce it byte for byte.
+    generated = json.loads(gzip.decompress(committed.read_bytes()))["Generated"]
+    assert set(generated) == {"At", "Region", "Source"} and generated["Region"] == "us-east-1"
     outputs = []
     for attempt in ("first", "second"):
         out = tmp_path / f"{attempt}.json.gz"
         subprocess.run(
-            [sys.executable, str(GENERATOR), "--endpoint-url", moto_endpoint, "--out", str(out)],
+            [sys.executable, str(GENERATOR), "--endpoint-url", moto_endpoint, "--out", str(out),
+             "--generated-at", generated["At"], "--source", generated["Source"]],
             env=env, check=True, capture_output=True, text=True, timeout=120,
         )
         outputs.append(out.read_bytes())
@@ -262,4 +268,4 @@ def test_generator_rerun_is_byte_identical(moto_endpoint, tmp_path):
     assert names == sorted(names) and "p5.48xlarge" in names and "g5.xlarge" in names
     p5 = next(item for item in table["InstanceTypes"] if item["InstanceType"] == "p5.48xlarge")
     assert set(p5) == {"InstanceType", "ProcessorInfo", "VCpuInfo", "MemoryInfo", "GpuInfo", "NetworkInfo", "PlacementGroupInfo"}
-    assert outputs[0] == (GENERATOR.parent.parent / "components" / "gpu_fabric" / "data" / "ec2_instance_types.json.gz").read_bytes()
+    assert outputs[0] == committed.read_bytes()

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from gpu_fabric.diff.markdown import GITHUB_COMMENT_LIMIT, marker
+import gpu_fabric
 from stack_configs import PROJECT_DIR
 
 CI = PROJECT_DIR / "examples" / "ci"
@@ -24,6 +25,7 @@ SCRIPT = CI / "gpu_fabric_pr.py"
 OFFLINE = CI / "gpu-fabric-diff.yml"
 PREVIEW = CI / "gpu-fabric-preview.yml"
 OWN = PROJECT_DIR / ".github" / "workflows" / "gpu-fabric-diff.yml"
+PACKAGE = PROJECT_DIR / ".github" / "workflows" / "package.yml"
 PREVIEW_FIXTURE = PROJECT_DIR / "tests" / "fixtures" / "preview" / "aws-efa-capacity-change.json"
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
@@ -44,7 +46,7 @@ def posting_script(document: dict) -> str:
     return next(s for s in steps(document) if s.get("uses", "").startswith("actions/github-script@"))["with"]["script"]
 
 
-@pytest.mark.parametrize("path", [OFFLINE, PREVIEW, OWN], ids=lambda p: p.name + ("(own)" if ".github" in str(p) else ""))
+@pytest.mark.parametrize("path", [OFFLINE, PREVIEW, OWN, PACKAGE], ids=lambda p: p.name + ("(own)" if ".github" in str(p) else ""))
 def test_workflow_files_match_githubs_schema(path):
     checker = Path(sys.executable).with_name("check-jsonschema")
     run = subprocess.run([str(checker), "--builtin-schema", "vendor.github-workflows", str(path)],
@@ -87,7 +89,7 @@ def test_the_project_uses_the_offline_workflow_on_itself():
     own, example = OWN.read_text().splitlines(), OFFLINE.read_text().splitlines()
     differing = [(a, b) for a, b in zip(example, own) if a != b]
     assert len(own) == len(example)
-    assert differing == [("  GPU_FABRIC_INSTALL: gpu-fabric", "  GPU_FABRIC_INSTALL: -e ."),
+    assert differing == [(f"  GPU_FABRIC_INSTALL: gpu-fabric=={gpu_fabric.__version__}", "  GPU_FABRIC_INSTALL: -e ."),
                          ("  GPU_FABRIC_PR_SCRIPT: .github/scripts/gpu_fabric_pr.py",
                           "  GPU_FABRIC_PR_SCRIPT: examples/ci/gpu_fabric_pr.py")]
     assert (PROJECT_DIR / "examples" / "ci" / "gpu_fabric_pr.py").is_file()
@@ -156,15 +158,33 @@ def test_offline_writes_one_comment_per_changed_stack(repo, tmp_path):
 
 
 def test_offline_reports_a_diff_that_cannot_run_in_the_comment(repo, tmp_path):
-    shutil.copy(repo / "stacks" / "Pulumi.aws-efa.yaml", repo / "stacks" / "Pulumi.brand-new.yaml")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "new stack")
+    commit_stack_edit(repo, "aws-efa", lambda c: c["gpu-fabric:pools"][0].update(acceleratorsPerNode="eight"))
     out = tmp_path / "comments"
     run = run_script("offline", "--base", "main", "--project", str(repo), "--out", str(out))
     assert run.returncode == 1
-    body = (out / "brand-new.md").read_text()
-    assert body.splitlines()[0] == marker("brand-new")
-    assert "could not be computed" in body and "'brand-new'" in body
+    body = (out / "aws-efa.md").read_text()
+    assert body.splitlines()[0] == marker("aws-efa")
+    assert "could not be computed" in body and "acceleratorsPerNode" in body
+
+
+def test_offline_new_stack_is_all_creates_and_a_removed_one_all_deletes(repo, tmp_path):
+    # Issue 21, item 4: the first PR of a new stack (and the PR removing one) keeps CI green.
+    shutil.copy(repo / "stacks" / "Pulumi.aws-efa.yaml", repo / "stacks" / "Pulumi.brand-new.yaml")
+    (repo / "stacks" / "Pulumi.seed-rdma.yaml").unlink()
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "new stack, removed stack")
+    listed = run_script("changed-stacks", "--base", "main", "--project", str(repo))
+    assert listed.stdout.split() == ["brand-new", "seed-rdma"]
+    out = tmp_path / "comments"
+    run = run_script("offline", "--base", "main", "--project", str(repo), "--out", str(out))
+    check = subprocess.run([sys.executable, "-m", "gpu_fabric.cli", "check", "--stack",
+                            "brand-new", "--project", str(repo)], capture_output=True, text=True)
+    assert run.returncode == (0 if check.returncode == 0 else 1), run.stdout + run.stderr
+    new, removed = (out / "brand-new.md").read_text(), (out / "seed-rdma.md").read_text()
+    assert "could not be computed" not in new + removed
+    assert "#### Create" in new and "#### Delete" not in new and "#### gpu-fabric check:" in new
+    assert "#### Delete" in removed and "#### Create" not in removed
+    assert "check: not run (the change removes this stack)" in removed
 
 
 def fake_pulumi(tmp_path: Path, exit_code: int) -> str:
@@ -190,3 +210,18 @@ def test_preview_renders_pulumis_json_into_the_same_comment(repo, tmp_path, exit
     assert "From `pulumi preview --json`" in body and "replaced because `capacityType` changed" in body
     assert ("pulumi preview: **failed**" in body) is (exit_code != 0)
     assert json.loads((out / "aws-efa.preview.json").read_text())["changeSummary"]["replace"] == 1
+
+
+def test_package_workflow_builds_the_wheel_and_runs_the_readmes_render_and_check_from_it():
+    # Issue 21, item 2: CI uses the wheel as another repository would, outside the checkout.
+    document = workflow(PACKAGE)
+    assert document["permissions"] == {"contents": "read"} and "pull_request" in document["on"]
+    runs = [s.get("run", "") for s in steps(document)]
+    build = next(i for i, run in enumerate(runs) if "pip wheel . --no-deps" in run)
+    install = next(i for i, run in enumerate(runs) if "venv" in run and "dist/gpu_fabric-*.whl" in run)
+    use = next(i for i, run in enumerate(runs) if "gpu-fabric\" render" in run)
+    assert build < install < use
+    readme_first = (PROJECT_DIR / "README.md").read_text().split("```sh\n", 1)[1].split("\n", 1)[0]
+    assert "gpu-fabric render && .venv/bin/gpu-fabric check" in readme_first  # the README's first command
+    assert 'gpu-fabric" render && "$RUNNER_TEMP/fresh/bin/gpu-fabric" check' in runs[use]
+    assert 'cd "$RUNNER_TEMP/project"' in runs[use] and "-e ." not in " ".join(runs)

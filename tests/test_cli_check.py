@@ -57,7 +57,8 @@ DECIDED_BY_CONFIGURATION = {
 def test_what_the_pack_refuses_the_stack_refuses(mistake, command, tmp_path, capsys):
     policy, path, change = DECIDED_BY_CONFIGURATION[mistake]
     project = _project(tmp_path, {"x": _aws_efa(change)})
-    assert main([command, "--project", str(project), "--stack", "x"]) == 2
+    # A mandatory policy's refusal is a policy violation (exit 1) whether check or render decides it.
+    assert main([command, "--project", str(project), "--stack", "x"]) == 1
     err = capsys.readouterr().err
     assert f"{path}: " in err and f"(policy {policy})" in err
     assert not (project / "out").exists()

@@ -232,3 +232,44 @@ def test_project_in_a_subfolder_of_the_repository(tmp_path, capsys):
     git(root, "commit", "-q", "-m", "base")
     assert main(["diff", "--base", "main", "--stack", STACK, "--project", str(project), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["steps"] == []
+
+
+def _digest_of(capsys, *argv: str) -> tuple[int, dict]:
+    code = main(["diff", *argv])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_stack_new_in_the_change_is_all_creates_and_exits_0(repo, capsys):
+    # Issue 21, item 4: the first PR of a new stack must not turn CI red.
+    new = repo / "stacks" / "Pulumi.aws-efa-copy.yaml"
+    shutil.copy(repo / "stacks" / f"Pulumi.{STACK}.yaml", new)
+    try:
+        code, digest = _digest_of(capsys, "--base", "main", "--stack", "aws-efa-copy", "--project", str(repo))
+        assert code == 0
+        head = render_stack_at(repo, "aws-efa-copy", None, side="head")[0]
+        assert {s["urn"] for s in digest["steps"]} == {r.urn for r in head.resources}
+        assert {s["op"] for s in digest["steps"]} == {"create"}
+        assert digest["changeSummary"]["create"] == len(head.resources)
+        assert main(["diff", "--base", "main", "--stack", "aws-efa-copy", "--project", str(repo),
+                     "--detailed-exitcode"]) == 2
+    finally:
+        new.unlink()
+
+
+def test_stack_the_head_removed_is_all_deletes(repo, base, capsys):
+    path = repo / "stacks" / f"Pulumi.{STACK}.yaml"
+    original = path.read_text()
+    path.unlink()
+    try:
+        code, digest = _digest_of(capsys, "--base", "main", "--stack", STACK, "--project", str(repo))
+        assert code == 0
+        assert {s["urn"] for s in digest["steps"]} == {r.urn for r in base.resources}
+        assert {s["op"] for s in digest["steps"]} == {"delete"}
+    finally:
+        path.write_text(original)
+
+
+def test_stack_neither_end_has_names_both(repo, capsys):
+    assert main(["diff", "--base", "main", "--stack", "nowhere", "--project", str(repo)]) == 2
+    err = capsys.readouterr().err
+    assert "neither the base" in err and "'nowhere'" in err and err.count("\n") == 1

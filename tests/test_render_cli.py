@@ -155,12 +155,17 @@ def test_render_at_the_pin_refuses_engine_image_with_exit_2_naming_the_config_pa
 def test_version_names_every_mirrored_operator_line_with_its_source():
     from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
 
+    from gpu_fabric.aws.catalog import bundled_table_origin
+
     run = gpu_fabric("--version")
     assert run.returncode == 0
     assert OPERATOR_COMMIT[:12] in run.stdout and SCHEMA_COMMIT[:12] in run.stdout
     assert "default 0.10.0" in run.stdout
     for line, release in (("0.9", "0.9.2"), ("0.10", "0.10.0"), ("0.11", "0.11.2")):
         assert f"  {line} ({release}): docs-derived from the v{release} docs" in run.stdout
+    # Issue 21, item 6: how old the bundled instance table is, and from where.
+    assert f"bundled EC2 table {bundled_table_origin().describe()}" in run.stdout
+    assert bundled_table_origin().at != "unknown" and bundled_table_origin().region == "us-east-1"
 
 
 def test_lint_names_the_file_for_objects_without_a_namespace(tmp_path):
@@ -171,3 +176,69 @@ def test_lint_names_the_file_for_objects_without_a_namespace(tmp_path):
     assert run.returncode == 1
     assert "ERROR ModelDeployment default/qwen-pd spec.engine.image: unknown field" in run.stdout
     assert f"({tmp_path / 'md.yaml'})" in run.stdout
+
+
+# -- issue 21, item 3: another team's project, rendered from its own folder.
+
+def _platform_project(root: Path, *, program: bool = True, project_yaml: str | None = None) -> Path:
+    (root / "stacks").mkdir(parents=True)
+    shutil.copy(PROJECT_DIR / "stacks" / "Pulumi.seed-rdma.yaml", root / "stacks" / "Pulumi.seed-rdma.yaml")
+    if program:
+        shutil.copy(PROJECT_DIR / "stacks" / "__main__.py", root / "stacks" / "__main__.py")
+    (root / "Pulumi.yaml").write_text(project_yaml or "name: platform\nruntime: python\nmain: stacks/\nstackConfigDir: stacks\n")
+    return root
+
+
+def test_urns_carry_the_rendered_projects_name(tmp_path):
+    from bad_input import run_cli
+    from gpu_fabric.program.urn import parse_urn
+
+    project = _platform_project(tmp_path / "platform")
+    outcome = run_cli("render", "--project", str(project), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
+    assert outcome.code == 0, outcome.describe()
+    resources = json.loads((tmp_path / "out" / "resources.json").read_text())
+    assert resources and {parse_urn(r["urn"]).project for r in resources} == {"platform"}
+    assert {parse_urn(r["parent"]).project for r in resources if r["parent"]} == {"platform"}
+
+
+def test_main_may_name_the_projects_own_program_file(tmp_path):
+    from gpu_fabric.program.render import render_stack
+
+    project = _platform_project(tmp_path, program=False,
+                                project_yaml="name: infra\nruntime: python\nmain: infra/fabric.py\nstackConfigDir: stacks\n")
+    (project / "infra").mkdir()
+    # Their own program, run instead of stacks/__main__.py; its URNs say their project.
+    (project / "infra" / "fabric.py").write_text(
+        "import pulumi\npulumi.ComponentResource('acme:index:Thing', 'thing')\n")
+    result = render_stack("seed-rdma", project)
+    assert [r.urn for r in result.resources] == ["urn:pulumi:seed-rdma::infra::acme:index:Thing::thing"]
+
+
+def test_project_without_the_stack_program_gets_one_line_saying_what_to_add(tmp_path):
+    from bad_input import run_cli
+
+    project = _platform_project(tmp_path, program=False)
+    outcome = run_cli("render", "--project", str(project), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
+    assert outcome.code == 2 and not outcome.crashed, outcome.describe()
+    assert outcome.err.count("\n") == 1
+    assert "stacks/__main__.py" in outcome.err and "build_stack()" in outcome.err and "main:" in outcome.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_unusable_project_file_is_named(tmp_path):
+    from bad_input import run_cli
+
+    project = _platform_project(tmp_path, project_yaml="runtime: python\n")
+    outcome = run_cli("render", "--project", str(project), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
+    assert outcome.code == 2 and not outcome.crashed, outcome.describe()
+    assert "Pulumi.yaml" in outcome.err and "name:" in outcome.err
+
+
+def test_unusable_project_file_is_named_when_every_stack_is_rendered(tmp_path):
+    from bad_input import run_cli
+
+    project = _platform_project(tmp_path, project_yaml="name: [not, a, name]\n")
+    for command in ("render", "check"):
+        outcome = run_cli(command, "--project", str(project))
+        assert outcome.code == 2 and not outcome.crashed, outcome.describe()
+        assert outcome.err.count("\n") == 1 and "Pulumi.yaml" in outcome.err and "name:" in outcome.err

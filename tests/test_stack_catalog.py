@@ -9,7 +9,13 @@ import pytest
 
 import moto_server
 from gpu_fabric.aws.catalog import _ACTIVE_CATALOG
-from gpu_fabric.resources.stack_catalog import InstanceFactsError, StackInstanceCatalog, stack_catalog
+from gpu_fabric.aws.catalog import clear_ec2_cache
+from gpu_fabric.resources.stack_catalog import (
+    InstanceFactsError,
+    StackInstanceCatalog,
+    forget_shared_catalogs,
+    stack_catalog,
+)
 
 
 class Mocks(pulumi.runtime.Mocks):
@@ -29,9 +35,13 @@ def logs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     monkeypatch.setattr(pulumi.log, "info", lambda message, *a, **k: captured.append(("info", message)))
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: captured.append(("warn", message)))
     token = _ACTIVE_CATALOG.set(None)  # no render-time catalog: the stack's settings decide
+    forget_shared_catalogs()  # each test is one program
+    clear_ec2_cache()
     pulumi.runtime.set_mocks(Mocks(), preview=False)
     yield captured
     _ACTIVE_CATALOG.reset(token)
+    forget_shared_catalogs()
+    clear_ec2_cache()
 
 
 @pytest.fixture
@@ -101,3 +111,63 @@ def test_a_render_catalog_is_used_as_set(logs) -> None:
     bundled = BundledInstanceCatalog()
     use_catalog(bundled)
     assert stack_catalog() is bundled
+
+
+@pytest.fixture
+def ec2_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every AWS API operation any boto3 client sends, in order (botocore's one choke point)."""
+    from botocore.client import BaseClient
+
+    calls: list[str] = []
+    original = BaseClient._make_api_call
+
+    def counting(self: Any, operation_name: str, api_params: Any) -> Any:
+        calls.append(operation_name)
+        return original(self, operation_name, api_params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", counting)
+    return calls
+
+
+def test_each_type_is_asked_once_per_program_however_often_components_ask(logs, aws_env, ec2_calls) -> None:
+    # Issue 21, item 6: components and every Output resolution re-plan; EC2 answers each type once.
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    with moto_server.start_moto_server() as endpoint:
+        aws_env(credentials=True, endpoint_url=endpoint)
+        with_stack_config({"aws:region": "us-west-2"})
+        first = stack_catalog().describe(["p5.48xlarge", "c6in.32xlarge"])
+        program = contextvars.copy_context()  # the stack's configuration, as each Output callback sees it
+        with ThreadPoolExecutor(max_workers=4) as pool:  # concurrent re-plans wait for the one answer
+            answers = list(pool.map(lambda _: program.copy().run(lambda: stack_catalog().describe(["p5.48xlarge"])),
+                                    range(8)))
+        again = stack_catalog().describe(["c6in.32xlarge", "p5.48xlarge"])
+    assert ec2_calls == ["DescribeInstanceTypes"]
+    assert all(answer["p5.48xlarge"] == first["p5.48xlarge"] for answer in answers)
+    assert again == first
+    assert [level for level, _ in logs] == ["info"]
+    first["p5.48xlarge"]["InstanceType"] = "changed by a caller"
+    assert stack_catalog().describe(["p5.48xlarge"])["p5.48xlarge"]["InstanceType"] == "p5.48xlarge"
+
+
+def test_another_region_is_asked_on_its_own(logs, aws_env, ec2_calls) -> None:
+    with moto_server.start_moto_server() as endpoint:
+        aws_env(credentials=True, endpoint_url=endpoint)
+        with_stack_config({"aws:region": "us-west-2"})
+        stack_catalog().describe(["p5.48xlarge"])
+        with_stack_config({"aws:region": "eu-west-1"})
+        stack_catalog().describe(["p5.48xlarge"])
+        stack_catalog().describe(["p5.48xlarge"])
+    assert ec2_calls == ["DescribeInstanceTypes", "DescribeInstanceTypes"]
+
+
+def test_the_no_credentials_warning_is_logged_once_and_says_how_old_the_table_is(logs, aws_env) -> None:
+    from gpu_fabric.aws.catalog import bundled_table_origin
+
+    aws_env(credentials=False)
+    with_stack_config({"aws:region": "us-west-2"})
+    for names in (["p5.48xlarge"], ["c6in.32xlarge"], ["p5.48xlarge", "c6in.32xlarge"]):
+        stack_catalog().describe(names)
+    warnings = [message for level, message in logs if level == "warn"]
+    assert len(warnings) == 1 and bundled_table_origin().describe() in warnings[0]

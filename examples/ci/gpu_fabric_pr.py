@@ -71,14 +71,19 @@ def changed_files(project: Path, base: str) -> list[str]:
 
 
 def changed_stacks(project: Path, base: str) -> list[str]:
-    """Stacks whose file changed, or every stack when the program, the pins or the package changed."""
+    """Stacks whose file changed, or every stack when the program, the pins or the package changed.
+
+    A stack file the change added is listed (its diff is all creates), and so is one it deleted
+    (its diff is all deletes: what ``pulumi destroy`` of that stack would remove).
+    """
     files = changed_files(project, base)
     existing = stacks_in(project)
-    if any(fnmatch.fnmatch(name, pattern) for name in files for pattern in PROGRAM_PATTERNS):
-        return existing
     touched = {name[len("stacks/Pulumi."):-len(".yaml")] for name in files
                if name.startswith("stacks/Pulumi.") and name.endswith(".yaml")}
-    return [stack for stack in existing if stack in touched]
+    removed = sorted(touched - set(existing))
+    if any(fnmatch.fnmatch(name, pattern) for name in files for pattern in PROGRAM_PATTERNS):
+        return sorted([*existing, *removed])
+    return sorted(stack for stack in touched)
 
 
 def _marker(stack: str) -> str:
@@ -130,14 +135,23 @@ def write_comment(out: Path, stack: str, body: str) -> Path:
 
 
 def offline(project: Path, base: str, out: Path, stacks: list[str]) -> int:
-    """Check and diff each stack without credentials; 1 when any check refuses or any diff fails."""
+    """Check and diff each stack without credentials; 1 when any check refuses or any diff fails.
+
+    A stack the change removed has nothing to check: its comment is the diff (all deletes) alone.
+    """
     failed = False
+    present = set(stacks_in(project))
     for stack in stacks:
-        check = _run([*_tool("gpu-fabric"), "check", "--stack", stack, "--project", str(project)])
         diff = _run([*_tool("gpu-fabric"), "diff", "--base", base, "--stack", stack, "--project", str(project), "--markdown"])
-        write_comment(out, stack, compose(stack, diff, check_section(check)))
-        failed = failed or check.returncode != 0 or diff.returncode != 0
-        print(f"{stack}: check exit {check.returncode}, diff exit {diff.returncode} -> {out / (stack + '.md')}")
+        if stack in present:
+            check = _run([*_tool("gpu-fabric"), "check", "--stack", stack, "--project", str(project)])
+            section, check_code = check_section(check), check.returncode
+        else:
+            section, check_code = "\n#### gpu-fabric check: not run (the change removes this stack)\n", 0
+        write_comment(out, stack, compose(stack, diff, section))
+        # diff exits 0 with changes (no --detailed-exitcode): anything else means it could not run.
+        failed = failed or check_code != 0 or diff.returncode != 0
+        print(f"{stack}: check exit {check_code}, diff exit {diff.returncode} -> {out / (stack + '.md')}")
     return 1 if failed else 0
 
 

@@ -37,12 +37,23 @@ EFA_INTERFACE_TYPES = frozenset({"efa", "efa-only"})
 
 
 class UnknownInstanceTypeError(ValueError):
-    """Raised when instance types do not exist; ``unknown`` lists every one of them, sorted."""
+    """Raised when instance types do not exist; ``unknown`` lists every one of them, sorted.
 
-    def __init__(self, unknown: Iterable[str], source: str = "") -> None:
+    ``known`` (the names the source does have) adds a "did you mean" per unknown name; without it
+    the bundled table's names are used, which cover every type EC2 knew when it was generated.
+    """
+
+    def __init__(self, unknown: Iterable[str], source: str = "", known: Iterable[str] | None = None) -> None:
+        from gpu_fabric.config.suggestions import closest
+
         self.unknown: tuple[str, ...] = tuple(sorted(set(unknown)))
         where = f" ({source})" if source else ""
-        super().__init__(f"unknown instance type(s){where}: {', '.join(self.unknown)}")
+        choices = list(known) if known is not None else list(_load_bundled_items())
+        self.suggestions: dict[str, str] = {
+            name: match for name in self.unknown if (match := closest(name, choices)) is not None}
+        named = [f"{name} (did you mean {self.suggestions[name]!r}?)" if name in self.suggestions else name
+                 for name in self.unknown]
+        super().__init__(f"unknown instance type(s){where}: {', '.join(named)}")
 
 
 class InstanceCatalog(Protocol):
@@ -197,17 +208,48 @@ class InstanceFacts:
 
 _bundled_lock = threading.Lock()
 _bundled_items: dict[str, dict] | None = None
+_bundled_generated: "TableOrigin | None" = None
+
+
+@dataclass(frozen=True)
+class TableOrigin:
+    """When and from where the bundled table was generated (its ``Generated`` block).
+
+    Written by ``scripts/generate_instance_catalog.py``; a table without the block (written by an
+    older script) reads as unknown, never as a guessed date.
+    """
+
+    at: str
+    """The UTC date the answer was read (``YYYY-MM-DD``), or "unknown"."""
+    region: str
+    """The region ``DescribeInstanceTypes`` was asked in, or "unknown"."""
+    source: str
+    """What answered: EC2 itself, or the endpoint that stood in for it (e.g. moto's server)."""
+
+    def describe(self) -> str:
+        """One line for humans: ``generated 2026-12-01 in region us-east-1 by EC2 DescribeInstanceTypes``."""
+        return f"generated {self.at} in region {self.region} by {self.source}"
 
 
 def _load_bundled_items() -> dict[str, dict]:
     """Read the bundled table once per process."""
-    global _bundled_items
+    global _bundled_items, _bundled_generated
     with _bundled_lock:
         if _bundled_items is None:
             raw = resources.files("gpu_fabric").joinpath(BUNDLED_TABLE_RESOURCE).read_bytes()
             table = json.loads(gzip.decompress(raw))
+            generated = table.get("Generated") or {}
+            _bundled_generated = TableOrigin(str(generated.get("At", "unknown")), str(generated.get("Region", "unknown")),
+                                             str(generated.get("Source", "unknown source")))
             _bundled_items = {item["InstanceType"]: item for item in table["InstanceTypes"]}
         return _bundled_items
+
+
+def bundled_table_origin() -> TableOrigin:
+    """When and from which region the bundled table was generated."""
+    _load_bundled_items()
+    assert _bundled_generated is not None
+    return _bundled_generated
 
 
 class BundledInstanceCatalog:
@@ -223,7 +265,7 @@ class BundledInstanceCatalog:
         items = _load_bundled_items()
         unknown = [name for name in instance_types if name not in items]
         if unknown:
-            raise UnknownInstanceTypeError(unknown, "bundled table")
+            raise UnknownInstanceTypeError(unknown, "bundled table", known=items)
         return {name: with_interface_types(items[name]) for name in dict.fromkeys(instance_types)}
 
 

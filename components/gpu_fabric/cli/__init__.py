@@ -1,7 +1,9 @@
-"""The ``gpu-fabric`` command line: ``render``, ``lint``, ``check``, ``efa-info``, ``diff`` and ``verify``.
+"""The ``gpu-fabric`` command line: ``render``, ``lint``, ``check``, ``efa-info``, ``diff``, ``verify`` and ``schema``.
 
 Each sub-command lives in its own module, which exposes ``register(subparsers)``; the module is
-imported only when the command line is parsed, so ``import gpu_fabric`` stays cheap.
+imported only when the command line is parsed, so ``import gpu_fabric`` stays cheap. What every
+command shares -- exit codes, ``--quiet``, the help layout with examples -- is
+:mod:`gpu_fabric.cli.conventions`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ import os
 import sys
 from typing import Sequence
 
+from gpu_fabric.cli.conventions import EXIT_CODES_TEXT, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, ArgumentParser, HelpFormatter
+
+__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "version_text"]
+
 # Sub-command modules, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "gpu_fabric.cli.render",
@@ -20,20 +26,20 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gpu_fabric.cli.efa_info",
     "gpu_fabric.cli.diff",
     "gpu_fabric.cli.verify",
+    "gpu_fabric.cli.schema",
 )
-
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_USAGE = 2
 
 
 def version_text() -> str:
-    """``gpu-fabric <version>`` and every GPUStack operator line it mirrors, with the source of each."""
+    """``gpu-fabric <version>``, every GPUStack operator line it mirrors with the source of each, and when
+    and where the bundled EC2 table was generated."""
     from gpu_fabric import __version__
+    from gpu_fabric.aws.catalog import bundled_table_origin
     from gpu_fabric.gpustack.profiles import DEFAULT_GPUSTACK_OPERATOR, PROFILES
 
     lines = [f"gpu-fabric {__version__}", f"mirrors GPUStack operator (gpu-fabric:gpustackOperator, default {DEFAULT_GPUSTACK_OPERATOR}):"]
     lines += [f"  {profile.describe()}" for profile in PROFILES]
+    lines.append(f"bundled EC2 table {bundled_table_origin().describe()}")
     return "\n".join(lines)
 
 
@@ -47,13 +53,15 @@ class _PrintVersion(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="gpu-fabric",
         description="Render, lint and check GPU fabrics (EFA/RDMA, Kueue, GPUStack, Mooncake) offline.",
+        epilog="examples:\n  gpu-fabric render && gpu-fabric check\n  gpu-fabric COMMAND --help\n\n" + EXIT_CODES_TEXT,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action=_PrintVersion, nargs=0,
                         help="print gpu-fabric's version and the GPUStack operator version it mirrors")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=ArgumentParser)
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
     return parser

@@ -4,7 +4,8 @@ The stack program runs under Pulumi's mock runtime (``gpu_fabric.program.render`
 ``gpu_fabric.policies.ALL_POLICIES`` runs as the analyzer would run it: one
 ``ResourceValidationArgs`` per resource for resource policies, one ``StackValidationArgs`` with
 every resource (parents linked) for stack policies (``gpu_fabric.policies.runner``). Exit 1 on
-any mandatory violation, 0 otherwise, 2 on a bad configuration.
+any mandatory violation -- also one the stack refuses already at render (a configuration only
+mandatory policies refuse) -- 0 otherwise, 2 on a configuration it cannot use.
 """
 
 from __future__ import annotations
@@ -14,12 +15,20 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``check`` sub-command."""
-    parser = subparsers.add_parser("check", help="run the policy pack over a stack rendered offline")
+    parser = add_command(
+        subparsers, "check", summary="run the policy pack over a stack rendered offline",
+        description="Render each stack offline, then run every policy of the pack over it as the analyzer "
+                    "does at pulumi preview. Exit 1 on a mandatory violation (also one the stack refuses "
+                    "already at render), 0 otherwise, 2 when the stack cannot be rendered.",
+        examples=["gpu-fabric check", "gpu-fabric check --stack aws-efa --preview",
+                  "gpu-fabric check --list-policies", "gpu-fabric check --quiet"])
+    parser.add_argument("--list-policies", action="store_true",
+                        help="list the pack's policies (name, enforcement level, what each refuses) and exit")
     parser.add_argument("--stack", action="append", dest="stacks", metavar="NAME",
                         help="stack name (stacks/Pulumi.NAME.yaml); repeatable; default: every stack in stacks/")
     parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
@@ -37,24 +46,47 @@ def run(args: argparse.Namespace) -> int:
     from gpu_fabric.policies.efa_domains import describe_stack_domains
     from gpu_fabric.policies.runner import NotApplicable, run_policies
 
+    if args.list_policies:
+        print(policy_listing(ALL_POLICIES))
+        return EXIT_OK
     stacks = selected_stacks(args)
+    if stacks is None:
+        return EXIT_USAGE
     if not stacks:
         print(f"gpu-fabric check: no stacks/Pulumi.*.yaml under {args.project}", file=sys.stderr)
         return EXIT_USAGE
     refused = False
     for stack in stacks:
         result = render_or_report(stack, args.project, preview=args.preview)
-        if result is None:
-            return EXIT_USAGE
+        if isinstance(result, int):
+            if result != EXIT_FINDINGS:
+                return result
+            refused = True  # a mandatory policy's refusal, decided at render: reported, next stack
+            continue
         resources = [Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies) for r in result.resources]
         skipped: list[NotApplicable] = []
         violations = run_policies(ALL_POLICIES, resources, not_applicable=skipped)
-        text = report(stack, len(resources), len(ALL_POLICIES), violations, describe_stack_domains(resources), skipped)
+        quiet = getattr(args, "quiet", False)
+        # --quiet leaves out the domain listing; a policy that could not decide is still said.
+        text = report(stack, len(resources), len(ALL_POLICIES), violations,
+                      () if quiet else describe_stack_domains(resources), skipped)
         if args.preview:
             text = text.replace(" policies", " policies (preview: ids and names of new resources unknown)", 1)
         print(text)
         refused = refused or any(v.mandatory for v in violations)
     return EXIT_FINDINGS if refused else EXIT_OK
+
+
+def policy_listing(policies: Sequence) -> str:
+    """One line per policy: name, enforcement level, and the first sentence of its description."""
+    width = max(len(policy.name) for policy in policies)
+    lines = []
+    for policy in policies:
+        level = getattr(policy.enforcement_level, "value", str(policy.enforcement_level))
+        summary = " ".join(str(policy.description).split())
+        summary = summary.split(". ")[0].rstrip(".")
+        lines.append(f"{policy.name:<{width}}  {level:<9}  {summary}")
+    return "\n".join(lines)
 
 
 def _resource_label(urn: str) -> str:

@@ -17,15 +17,23 @@ import json
 import sys
 from pathlib import Path
 
-from gpu_fabric.cli import EXIT_OK, EXIT_USAGE
+from gpu_fabric.cli.conventions import EXIT_OK, EXIT_USAGE, add_command
 
 EXIT_CHANGES = 2
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``diff`` sub-command."""
-    parser = subparsers.add_parser(
-        "diff", help="preview what a change to a stack creates, updates, replaces or deletes (offline)")
+    parser = add_command(
+        subparsers, "diff", summary="preview what a change to a stack creates, updates, replaces or deletes (offline)",
+        description="Render the stack at --base and at --head (default: the working tree) and compare them "
+                    "resource by resource in Pulumi's vocabulary, or render a real `pulumi preview --json`. "
+                    "A stack only the head has is all creates; one only the base has, all deletes. Exit 0 "
+                    "(2 with --detailed-exitcode when anything changes); bad input exits 2 naming the ref, "
+                    "stack or file. --quiet changes nothing here: the digest is the output.",
+        examples=["gpu-fabric diff --base origin/main --stack aws-efa --markdown",
+                  "gpu-fabric diff --base origin/main --stack aws-efa --detailed-exitcode",
+                  "gpu-fabric diff --from-preview-json preview.json --markdown"])
     parser.add_argument("--base", metavar="REF", help="git ref of the base (e.g. origin/main)")
     parser.add_argument("--head", metavar="REF", help="git ref of the head (default: the working tree)")
     parser.add_argument("--stack", metavar="NAME", help="stack name (stacks/Pulumi.NAME.yaml)")

@@ -1,8 +1,9 @@
 """``gpu-fabric efa-info TYPE...``: EFA facts and the planned interface layout per instance type.
 
-Asks EC2 (boto3: region, profile and ``AWS_ENDPOINT_URL`` honoured) and falls back to the bundled
-table, saying so, when no credentials, region or endpoint are available; ``--offline`` skips EC2.
-Exit codes: 0 answered, 2 unknown instance type or AWS error.
+Asks EC2 (boto3: region, profile and AWS_ENDPOINT_URL honoured) and falls back to the bundled
+table, saying so and when and from which region the table was generated, when no credentials,
+region or endpoint are available; --offline skips EC2. Exit codes: 0 answered, 2 unknown
+instance type (with the closest known one) or AWS error.
 """
 
 from __future__ import annotations
@@ -11,17 +12,17 @@ import argparse
 import sys
 from typing import Any, Mapping, TextIO
 
-EXIT_OK = 0
-EXIT_USAGE = 2
+from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_command
 
 
 def register(subparsers: Any) -> None:
     """Add the ``efa-info`` sub-command."""
-    parser = subparsers.add_parser(
-        "efa-info",
-        help="show EFA facts and the planned network interface layout of instance types",
-        description=__doc__.splitlines()[0],
-    )
+    parser = add_command(
+        subparsers, "efa-info", summary="show EFA facts and the planned network interface layout of instance types",
+        description=__doc__,
+        examples=["gpu-fabric efa-info p5.48xlarge p6-b300.48xlarge",
+                  "gpu-fabric efa-info --offline p5.48xlarge",
+                  "gpu-fabric efa-info --stack aws-efa --quiet"])
     parser.add_argument("types", nargs="*", metavar="TYPE", help="EC2 instance type, e.g. p5.48xlarge")
     parser.add_argument("--stack", default=None, metavar="NAME",
                         help="also print the EFA domains of stacks/Pulumi.NAME.yaml and describe their instance types")
@@ -109,6 +110,16 @@ def stack_domain_lines(stack: str, project: str) -> tuple[list[str], list[str]]:
     return lines or [f"stack {stack}: no pool exchanges fabric traffic with another"], types
 
 
+def source_text(source: Any) -> str:
+    """Which catalog answered; for the bundled table also when and where it was generated."""
+    from gpu_fabric.aws.catalog import bundled_table_origin
+
+    if source.is_fallback:
+        return (f"Using the bundled instance table: {source.detail}\n"
+                f"The table was {bundled_table_origin().describe()}; it may lag EC2.")
+    return f"Source: EC2 DescribeInstanceTypes ({source.detail or 'default region'})"
+
+
 def run(args: argparse.Namespace) -> int:
     """Print one table per instance type; returns the exit code."""
     from botocore.exceptions import BotoCoreError, ClientError
@@ -116,16 +127,21 @@ def run(args: argparse.Namespace) -> int:
     from gpu_fabric.aws.catalog import UnknownInstanceTypeError, describe_with_fallback
 
     if args.stack:
-        from gpu_fabric.program.render import StackNotFoundError
         from gpu_fabric.config.base import ConfigError
+        from gpu_fabric.config.stack_file import StackFileError
+        from gpu_fabric.program.project import ProjectError
+        from gpu_fabric.program.render import StackNotFoundError
+        from gpu_fabric.validation.pack_verdicts import PackRefusalError
 
         try:
             lines, domain_types = stack_domain_lines(args.stack, args.project)
-        except (ConfigError, StackNotFoundError) as error:
+        except (ConfigError, StackNotFoundError, StackFileError, ProjectError) as error:
             print(f"gpu-fabric efa-info: stack {args.stack}: {error}", file=sys.stderr)
-            return EXIT_USAGE
-        print("\n".join(lines))
-        print("")
+            # A mandatory policy's refusal is a violation (1); anything else is unusable input (2).
+            return EXIT_FINDINGS if isinstance(error, PackRefusalError) else EXIT_USAGE
+        if not getattr(args, "quiet", False):
+            print("\n".join(lines))
+            print("")
         args.types = list(dict.fromkeys([*args.types, *domain_types]))
     if not args.types:
         print("gpu-fabric efa-info: name at least one instance type (or --stack)", file=sys.stderr)
@@ -142,11 +158,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpu-fabric efa-info: EC2 DescribeInstanceTypes failed: {error} (use --offline for the bundled table)", file=sys.stderr)
         return EXIT_USAGE
 
-    if source.is_fallback:
-        print(f"Using the bundled instance table: {source.detail}")
-    else:
-        print(f"Source: EC2 DescribeInstanceTypes ({source.detail or 'default region'})")
-    print("")
+    if not getattr(args, "quiet", False):
+        print(source_text(source))
+        print("")
     for name in dict.fromkeys(args.types):
         _print_type(items[name], sys.stdout)
     return EXIT_OK

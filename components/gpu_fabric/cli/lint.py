@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_command
 from gpu_fabric.gpustack.schema import is_namespaced
 from gpu_fabric.config.shapes import mapping_at
 from gpu_fabric.gpustack.profiles import DEFAULT_GPUSTACK_OPERATOR, UnknownOperatorVersion, known_versions, profile_for
@@ -21,8 +21,9 @@ from gpu_fabric.gpustack.transfer import TransferReport, analyze, is_gpustack_ob
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``lint`` sub-command."""
-    parser = subparsers.add_parser(
-        "lint", help="validate GPUStack objects against the operator's schema and decide them as its admission does")
+    parser = add_command(
+        subparsers, "lint", summary="validate GPUStack objects against the operator's schema and decide them as its admission does",
+        description=__doc__, examples=["gpu-fabric lint manifests/*.yaml", "gpu-fabric lint --quiet out/seed-rdma/k8s/team-a/*.yaml"])
     parser.add_argument("files", nargs="+", type=Path, help="YAML manifests (multi-document files welcome)")
     parser.add_argument("--operator", metavar="VERSION", default=None,
                         help=f"the GPUStack operator release the cluster runs, as `helm list` shows it "
@@ -134,8 +135,12 @@ def run(args: argparse.Namespace) -> int:
     sources = {_object_ref(manifest): source for manifest, source in read}
     gpustack = sum(1 for m in manifests if is_gpustack_object(m))
     report = analyze(manifests, operator=profile)
-    print(f"GPUStack operator {profile.assumed} assumed ({profile.line} line, {profile.schema_basis} schema)")
-    print(format_report(report, gpustack, len(manifests) - gpustack, sources))
+    text = format_report(report, gpustack, len(manifests) - gpustack, sources)
+    if getattr(args, "quiet", False):  # findings and the verdict line only
+        text = "\n".join(line for line in text.splitlines()[1:] if not line.startswith("grant "))
+    else:
+        print(f"GPUStack operator {profile.assumed} assumed ({profile.line} line, {profile.schema_basis} schema)")
+    print(text)
     if getattr(args, "stack", None):
         from gpu_fabric.cli.lint_workloads import lint_against_stack
 

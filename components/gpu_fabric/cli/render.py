@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from gpu_fabric.cli import EXIT_OK, EXIT_USAGE
+from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_command
 
 MANIFEST_DIR = "k8s"
 RESOURCES_FILE = "resources.json"
@@ -18,7 +18,14 @@ RESOURCES_FILE = "resources.json"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``render`` sub-command."""
-    parser = subparsers.add_parser("render", help="render a stack offline under Pulumi's mock runtime")
+    parser = add_command(
+        subparsers, "render", summary="render a stack offline under Pulumi's mock runtime",
+        description="Run the project's stack program under Pulumi's mock runtime, offline, with instance facts "
+                    "from the bundled EC2 table, and write every object as YAML plus resources.json "
+                    "(byte-stable). A configuration a mandatory policy refuses exits 1, any other bad "
+                    "configuration 2, with the field path.",
+        examples=["gpu-fabric render", "gpu-fabric render --stack aws-efa --out out/aws-efa",
+                  "gpu-fabric render --project ../platform --stack prod --quiet"])
     parser.add_argument("--stack", action="append", dest="stacks", metavar="NAME",
                         help="stack name (stacks/Pulumi.NAME.yaml); repeatable; default: every stack in stacks/")
     parser.add_argument("--out", type=Path, help="output folder (default out/NAME); only with a single --stack")
@@ -26,13 +33,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def selected_stacks(args: argparse.Namespace) -> list[str]:
-    """The stacks named with ``--stack``, or every ``stacks/Pulumi.*.yaml`` of the project."""
+def selected_stacks(args: argparse.Namespace) -> list[str] | None:
+    """The stacks named with ``--stack``, or every ``stacks/Pulumi.*.yaml`` of the project; ``None``
+    (reported on stderr) when the project's ``Pulumi.yaml`` cannot be read."""
     if args.stacks:
         return list(args.stacks)
-    from gpu_fabric.program.render import example_stacks
+    from gpu_fabric.program.render import ProjectError, example_stacks
 
-    return example_stacks(args.project)
+    try:
+        return example_stacks(args.project)
+    except ProjectError as error:
+        print(f"gpu-fabric: {error}", file=sys.stderr)
+        return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from gpu_fabric.cli.render_output import OutputError
 
     stacks = selected_stacks(args)
+    if stacks is None:
+        return EXIT_USAGE
     if args.out and len(stacks) != 1:
         print("gpu-fabric render: --out needs exactly one --stack", file=sys.stderr)
         return EXIT_USAGE
@@ -48,33 +62,42 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     for stack in stacks:
         result = render_or_report(stack, args.project)
-        if result is None:
-            return EXIT_USAGE
+        if isinstance(result, int):
+            return result
         out = args.out or args.project / "out" / stack
         try:
             write_render(result, out)
         except (OutputError, OSError) as error:
             print(f"gpu-fabric render: stack {stack}: cannot write {out}: {error}", file=sys.stderr)
             return EXIT_USAGE
-        print(summary(result, out))
+        text = summary(result, out)
+        print(text.splitlines()[0] if getattr(args, "quiet", False) else text)
     return EXIT_OK
 
 
 def render_or_report(stack: str, project: Path, *, preview: bool = False):
-    """Render ``stack``; on a configuration problem print it (no traceback) and return ``None``."""
-    from gpu_fabric.program.render import StackNotFoundError, render_stack
+    """Render ``stack``; on a problem print it (no traceback) and return the exit code instead.
+
+    A configuration that a mandatory policy of the pack refuses (the stack refuses it too, at
+    render) is a policy violation: exit 1. Anything else the render cannot use exits 2.
+    """
+    from gpu_fabric.program.render import ProjectError, StackNotFoundError, render_stack
     from gpu_fabric.config.base import ConfigError
     from gpu_fabric.config.stack_file import StackFileError
+    from gpu_fabric.validation.pack_verdicts import PackRefusalError
 
     try:
         return render_stack(stack, project, preview=preview)
+    except PackRefusalError as error:
+        print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
+        return EXIT_FINDINGS
     except ConfigError as error:
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
-    except StackNotFoundError as error:
+    except (StackNotFoundError, ProjectError) as error:
         print(f"gpu-fabric: {error}", file=sys.stderr)
     except StackFileError as error:
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
-    return None
+    return EXIT_USAGE
 
 
 def manifest_text(manifest: dict[str, Any]) -> str:

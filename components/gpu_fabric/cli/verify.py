@@ -16,16 +16,20 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``verify`` sub-command."""
-    parser = subparsers.add_parser(
-        "verify", help="check a live cluster against a stack (nodes, allocatable, kubelet topology, objects)",
+    parser = add_command(
+        subparsers, "verify", summary="check a live cluster against a stack (nodes, allocatable, kubelet topology, objects)",
         description="Compare a live cluster with the stack: each pool's nodes (count, Ready, allocatable "
                     "accelerators and fabric endpoints, kubelet TopologyManager/CPU manager settings) and every "
-                    "object the stack registers. Exit 0 all hold, 1 a check fails, 2 cannot verify.")
+                    "object the stack registers. Exit 0 all hold, 1 a check fails, 2 cannot verify. "
+                    "--quiet prints only the problems and the result line.",
+        examples=["gpu-fabric verify --stack seed-rdma", "gpu-fabric verify --stack aws-efa --nccl-log nccl-tests.log",
+                  "gpu-fabric verify --stack seed-rdma --record state/",
+                  "gpu-fabric verify --stack seed-rdma --replay state/ --quiet"])
     parser.add_argument("--stack", required=True, metavar="NAME", help="stack name (stacks/Pulumi.NAME.yaml)")
     parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
     parser.add_argument("--kubeconfig", metavar="FILE",
@@ -56,7 +60,7 @@ def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dic
     from gpu_fabric.verify.expectations import stack_expectations
 
     result = render_or_report(stack, project)  # the whole configuration, validated as `pulumi up` would
-    if result is None:
+    if isinstance(result, int):  # reported; a stack that does not render cannot be verified (exit 2)
         return None
     values = load_stack_config(project, stack)
     prefix = f"{CONFIG_NAMESPACE}:"
@@ -70,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from gpu_fabric.verify.checks import PASS, verify
     from gpu_fabric.verify.collect import collect
     from gpu_fabric.verify.nccl import FabricPlan, NcclLogError, judge_files
-    from gpu_fabric.verify.report import render_json, render_table
+    from gpu_fabric.verify.report import render_json
 
     # urllib3's retry warnings and the client's log lines would break the one-line reason on stderr.
     for noisy in ("urllib3", "kubernetes"):
@@ -117,5 +121,16 @@ def run(args: argparse.Namespace) -> int:
 
     report = verify(expectations, snapshot, target)
     report.logs.extend(verdicts)
-    print(render_json(report) if args.json else render_table(report))
+    print(render_json(report) if args.json else _table_text(report, quiet=getattr(args, "quiet", False)))
     return EXIT_OK if report.status == PASS else EXIT_FINDINGS
+
+
+def _table_text(report: Any, *, quiet: bool) -> str:
+    """The human report; quiet: its first line, the problems and the result line (no per-pool tables)."""
+    from gpu_fabric.verify.report import render_table
+
+    lines = render_table(report).splitlines()
+    if not quiet:
+        return "\n".join(lines)
+    start = next((i for i, line in enumerate(lines) if line.startswith("problems (")), len(lines) - 1)
+    return "\n".join([lines[0], *lines[start:]])

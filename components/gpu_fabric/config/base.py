@@ -9,12 +9,15 @@ configuration cannot drift between planning and registration.
 from __future__ import annotations
 
 import math
+import re
 import types
 import typing
 from typing import Any, Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
+
+from gpu_fabric.config.suggestions import did_you_mean
 
 # Every number crosses Pulumi's wire as a double (google.protobuf.Value), so a larger integer
 # arrives changed; no count or size of a fabric comes anywhere near it.
@@ -34,6 +37,10 @@ class SpecModel(BaseModel):
         extra="forbid",
         frozen=True,
         str_strip_whitespace=True,
+        # Each field's attribute docstring becomes its description: `gpu-fabric schema` and
+        # docs/configuration.md read them (tests/test_schema.py: every field has one). It sets
+        # FieldInfo.description only; validation is unchanged.
+        use_attribute_docstrings=True,
     )
 
     @field_validator("*", mode="before")
@@ -108,12 +115,21 @@ class ConfigError(ValueError):
         return heading + (":\n  " + "\n  ".join(lines) if lines else "")
 
     @classmethod
-    def from_validation_error(cls, error: ValidationError, prefix: Sequence[Any] = ()) -> "ConfigError":
-        """Convert a pydantic ``ValidationError`` (camelCase locations) into a ``ConfigError``."""
+    def from_validation_error(cls, error: ValidationError, prefix: Sequence[Any] = (),
+                              model: type[BaseModel] | None = None) -> "ConfigError":
+        """Convert a pydantic ``ValidationError`` (camelCase locations) into a ``ConfigError``.
+
+        ``model`` (the model that was validated) lets an unknown field name its closest known one.
+        """
         problems = []
         for item in error.errors(include_url=False):
             location = [*prefix, *_without_union_tags(item["loc"])]
-            problems.append((format_path(location), _plain_message(dict(item))))
+            message = _plain_message(dict(item))
+            if item.get("type") == "extra_forbidden" and model is not None and item["loc"]:
+                word = item["loc"][-1]
+                if isinstance(word, str):
+                    message += did_you_mean(word, field_names_at(model, item["loc"][:-1]))
+            problems.append((format_path(location), message))
         return cls(problems)
 
 
@@ -130,4 +146,38 @@ def _plain_message(item: dict[str, Any]) -> str:
             message = message[len(prefix):]
     if item.get("type") == "extra_forbidden":
         message = "unknown field (check the spelling; fields are camelCase)"
+    if item.get("type") in ("literal_error", "enum") and isinstance(item.get("input"), str):
+        # pydantic-core spells the choices "'a', 'b' or 'c'" in ctx.expected.
+        choices = re.findall(r"'([^']*)'", str((item.get("ctx") or {}).get("expected", "")))
+        message += did_you_mean(item["input"], choices)
     return message
+
+
+def field_names_at(model: type[BaseModel], location: Sequence[Any]) -> list[str]:
+    """The camelCase field names of the model(s) found at ``location`` below ``model``.
+
+    ``location`` is pydantic's raw error location: field names or aliases, list indexes, and the
+    class names pydantic adds for union members, which select among the union's models.
+    """
+    candidates = list(_type_options(model))
+    for part in location:
+        following: list[Any] = []
+        for candidate in candidates:
+            origin = typing.get_origin(candidate)
+            if isinstance(part, int) and origin in (list, tuple) and typing.get_args(candidate):
+                following.extend(_type_options(typing.get_args(candidate)[0]))
+            elif isinstance(part, str) and origin is dict and len(typing.get_args(candidate)) == 2:
+                following.extend(_type_options(typing.get_args(candidate)[1]))
+            elif isinstance(part, str) and isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                if candidate.__name__ == part:  # a union member's tag: this member, same level
+                    following.append(candidate)
+                    continue
+                for name, field in candidate.model_fields.items():
+                    if part in (name, field.alias):
+                        following.extend(_type_options(field.annotation))
+        candidates = following
+    names: list[str] = []
+    for candidate in candidates:
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            names.extend(field.alias or name for name, field in candidate.model_fields.items())
+    return list(dict.fromkeys(names))

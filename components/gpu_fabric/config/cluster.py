@@ -20,9 +20,13 @@ class Toleration(SpecModel):
     """A pod toleration, as in a DaemonSet's pod spec."""
 
     key: Optional[syntax.TaintKey] = None
+    """Taint key it tolerates; with ``operator: Exists`` and no key, every taint."""
     operator: Literal["Exists", "Equal"] = "Equal"
+    """``Equal`` (default: key and value must match) or ``Exists`` (any value)."""
     value: Optional[syntax.TaintValue] = None
+    """Taint value it tolerates (with ``operator: Equal``)."""
     effect: Optional[Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]] = None
+    """Taint effect it tolerates; every effect when absent."""
 
 
 class ExternalEfaPlugin(SpecModel):
@@ -49,6 +53,7 @@ class EfaPluginSettings(SpecModel):
     provided_by: Optional[ExternalEfaPlugin] = None
     """With ``deploy: false``: the plugin installed outside the stack, checked to schedule on every EFA pool."""
     namespace: syntax.Namespace = "kube-system"
+    """Namespace of the EFA device plugin DaemonSet (default ``kube-system``)."""
     image_repository: Optional[syntax.Image] = None
     """Default: the us-west-2 EKS ECR repository; use your region's."""
     image_tag: Optional[ImageTag] = None
@@ -70,8 +75,11 @@ class DeviceManagerSettings(SpecModel):
     deployed_by: Literal["operator-chart", "stack"] = "operator-chart"
     """``operator-chart`` when the GPUStack chart runs its own (the default chart does); ``stack`` otherwise."""
     namespace: syntax.Namespace = "gpustack-system"
+    """Namespace of the Device Manager (default ``gpustack-system``)."""
     release_name: ReleaseName = "gpustack-operator"
+    """Release name the Device Manager's objects are named after (``<release>-device-manager``; default ``gpustack-operator``)."""
     image: Optional[syntax.Image] = None
+    """Device Manager image repository (default: the GPUStack operator's)."""
     image_tag: Optional[ImageTag] = None
     """Pin the operator version you validate against."""
 
@@ -80,13 +88,16 @@ class DevicePluginSettings(SpecModel):
     """The device plugins that make fabric NICs schedulable."""
 
     efa: EfaPluginSettings = Field(default_factory=EfaPluginSettings)
+    """AWS's EFA device plugin, which advertises ``vpc.amazonaws.com/efa``."""
     device_manager: DeviceManagerSettings = Field(default_factory=DeviceManagerSettings)
+    """GPUStack's Device Manager, which advertises ``device.gpustack.ai/rdma*``."""
 
 
 class EksClusterRef(SpecModel):
     """An existing EKS cluster, reached with ``aws eks get-token`` (exec authentication)."""
 
     name: syntax.EksClusterName
+    """Name of the EKS cluster."""
     region: Optional[syntax.Region] = None
     """Defaults to the AWS provider's region (``aws:region``)."""
 
@@ -95,6 +106,7 @@ class KubernetesTarget(SpecModel):
     """Where the Kubernetes objects go; the ambient kubeconfig when omitted."""
 
     eks_cluster: Optional[EksClusterRef] = None
+    """An existing EKS cluster, reached with ``aws eks get-token``."""
     context: Optional[syntax.PlainText] = Field(default=None, min_length=1, max_length=253)
     """A context of the ambient kubeconfig."""
 

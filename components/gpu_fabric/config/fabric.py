@@ -28,6 +28,16 @@ are known, and what each means, is :mod:`gpu_fabric.gpustack.profiles`; docs/gpu
 MAX_NAMESPACES = 1000
 MAX_POOLS = 256
 
+# Configuration keys that may be Pulumi secrets, and the kinds whose ``spec`` is made of them: a
+# secret key's objects are registered with a secret ``spec`` (encrypted in the state, "[secret]"
+# in a render). Other keys make names, labels and node groups that cannot be secret.
+SECRET_CAPABLE_KEYS: dict[str, str] = {
+    "modelDeployments": "ModelDeployment",
+    "kvCacheBackends": "KVCacheBackend",
+    "kvCachePools": "KVCachePool",
+    "kvCachePoolBindings": "KVCachePoolBinding",
+}
+
 
 class FabricConfig(SpecModel):
     """Everything one stack declares."""
@@ -46,12 +56,19 @@ class FabricConfig(SpecModel):
     namespaces: list[Annotated[str, AfterValidator(check_namespace)]] = Field(min_length=1, max_length=MAX_NAMESPACES)
     """Tenant namespaces; each gets a LocalQueue per pool."""
     pools: list[PoolSpec] = Field(min_length=1, max_length=MAX_POOLS)
+    """Node pools, one per GPUStack InstanceType / Kueue ClusterQueue (at most 256)."""
     kv_cache_backends: list[KVCacheBackendSpec] = Field(default_factory=list)
+    """Mooncake KVCacheBackends (cluster-scoped) the stack registers."""
     kv_cache_pools: list[KVCachePoolSpec] = Field(default_factory=list)
+    """KVCachePools (cluster-scoped), each over one of the backends."""
     kv_cache_pool_bindings: list[KVCachePoolBindingSpec] = Field(default_factory=list)
+    """KVCachePoolBindings (namespaced) that give a namespace a share of a pool."""
     model_deployments: list[ModelDeploymentSpec] = Field(default_factory=list)
+    """GPUStack ModelDeployments the stack registers, admitted offline with the operator's rules."""
     device_plugins: DevicePluginSettings = Field(default_factory=DevicePluginSettings)
+    """The device plugins that make fabric NICs schedulable (EFA device plugin, GPUStack Device Manager)."""
     kubernetes: Optional[KubernetesTarget] = None
+    """Where the Kubernetes objects go: an EKS cluster or a kubeconfig context; the ambient kubeconfig when omitted."""
 
     def pool(self, name: str) -> Optional[PoolSpec]:
         """The pool named ``name`` (ClusterQueue name), if the stack declares it."""

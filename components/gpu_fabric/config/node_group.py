@@ -82,7 +82,9 @@ class ScalingSpec(SpecModel):
     """Node count bounds; ``desiredSize`` is only the initial count (autoscalers own it afterwards)."""
 
     min_size: int = Field(ge=0, le=MAX_NODES)
+    """Smallest node count of the node group."""
     max_size: int = Field(ge=1, le=MAX_NODES)
+    """Largest node count of the node group."""
     desired_size: int | None = Field(default=None, ge=0, le=MAX_NODES)
     """Defaults to ``minSize``."""
 
@@ -105,6 +107,7 @@ class RootVolumeSpec(SpecModel):
     """The node's encrypted gp3 volume (Bottlerocket: the data volume that holds images)."""
 
     size_gib: int = Field(default=200, ge=20, le=MAX_GP3_GIB, alias="sizeGiB")
+    """Size of the gp3 volume in GiB (default 200)."""
     kms_key_id: syntax.PlainText | None = Field(default=None, max_length=2048)
     """KMS key for the volume; the account's default EBS key when absent."""
 
@@ -157,7 +160,9 @@ class AwsNodeGroupSpec(SpecModel):
     node_role_arn: syntax.RoleArn | None = None
     """IAM role the nodes run as (managed node groups; required there)."""
     ami_type: AmiType = "AL2023_x86_64_NVIDIA"
+    """EKS AMI type of the nodes (default ``AL2023_x86_64_NVIDIA``); decides how the kubelet topology is written (nodeadm or Bottlerocket settings)."""
     capacity_type: CapacityType = "ON_DEMAND"
+    """``ON_DEMAND`` (default), ``SPOT`` or ``CAPACITY_BLOCK``."""
     capacity_reservation_id: syntax.CapacityReservationId | None = None
     """On-Demand Capacity Reservation or Capacity Block to launch into."""
     placement_group: PlacementGroupSpec = Field(default_factory=PlacementGroupSpec)
@@ -171,17 +176,23 @@ class AwsNodeGroupSpec(SpecModel):
     karpenter: KarpenterSpec | None = None
     """Karpenter's settings (``provisioner: karpenter`` only)."""
     efa_layout: EfaLayout = "recommended"
+    """``recommended`` (default: the primary ``interface`` plus ``efa-only`` interfaces, one VPC address per node) or ``legacy`` (what eksctl and terraform-aws-eks generate: every EFA an ``efa`` interface that consumes a VPC address)."""
     efa_card_indices: list[int] | None = None
     """Network cards that carry an EFA (default: as many as the type allows)."""
     security_group_ids: list[syntax.SecurityGroupId] = Field(default_factory=list, max_length=4)
     """Extra security groups attached to every interface (for example the cluster security group)."""
     root_volume: RootVolumeSpec = Field(default_factory=RootVolumeSpec)
+    """The node's encrypted gp3 volume."""
     labels: syntax.EksLabels = Field(default_factory=dict)
+    """Kubernetes labels the node group puts on its nodes (EKS node-group labels)."""
     taints: list[Annotated[Taint, AfterValidator(eks_taint)]] = Field(default_factory=list, max_length=50)
     """Taints of the group's nodes, in EKS spelling (``NO_SCHEDULE``), as the node-group API takes them."""
     tags: syntax.AwsTags = Field(default_factory=dict, max_length=40)
+    """AWS tags of the node group and what is created with it (launch template, security group, instances, volumes, interfaces)."""
     release_version: syntax.PlainText | None = Field(default=None, max_length=64)
+    """EKS AMI release version; the latest for ``kubernetesVersion`` when absent."""
     kubernetes_version: syntax.KubernetesVersion | None = None
+    """Kubernetes version of the nodes; the cluster's when absent."""
 
     @model_validator(mode="before")
     @classmethod

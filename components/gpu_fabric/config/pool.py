@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Iterable, Literal, Optional, Sequence
+from typing import Annotated, Iterable, Literal, Optional, Sequence, Union
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
@@ -87,17 +87,21 @@ class PoolSpec(SpecModel):
     accelerator_resource: Optional[Annotated[str, AfterValidator(syntax.extended_resource_name)]] = None
     """Extended resource of one whole accelerator; ``nvidia.com/gpu`` for NVIDIA by default."""
     accelerators_per_node: int = Field(ge=0, le=MAX_ACCELERATORS_PER_NODE)
+    """Whole accelerators (GPUs) per node, advertised as ``acceleratorResource``."""
     interfaces_per_node: int = Field(default=0, ge=0, le=MAX_INTERFACES_PER_NODE)
     """Fabric endpoints per node: EFA interfaces, or RDMA NICs (exclusive endpoints)."""
     partitioned_interfaces_per_node: int = Field(default=0, ge=0, le=MAX_PARTITIONED_INTERFACES_PER_NODE)
     """SR-IOV virtual functions per node advertised as ``device.gpustack.ai/rdma.partitioned``."""
     node_count: int = Field(ge=1, le=MAX_NODES)
+    """Nodes in the pool; sizes the standalone ClusterQueues' quotas and what ``verify`` expects."""
     cpu_per_node: Optional[int] = Field(default=None, ge=1, le=MAX_CPUS_PER_NODE)
     """Allocatable CPUs per node; when set, standalone ClusterQueues also meter ``cpu``."""
     memory_per_node: Optional[str] = None
     """Allocatable memory per node (e.g. ``"512Gi"``); when set, standalone ClusterQueues also meter ``memory``."""
     node_labels: syntax.Labels = Field(default_factory=dict)
+    """Labels every node of the pool carries; device plugins and ``verify`` select the pool's nodes by them."""
     taints: list[Taint] = Field(default_factory=list)
+    """Taints every node of the pool carries; device plugins must tolerate them."""
     topology: KubeletTopology = Field(default_factory=KubeletTopology.fabric_default)
     """kubelet TopologyManager / CPU manager settings of the pool's nodes (seed step 2)."""
     aws: Optional[AwsNodeGroupSpec] = None
@@ -106,7 +110,8 @@ class PoolSpec(SpecModel):
     topology_agent: Optional[TopologyAgentSpec] = None
     """Deliver ``topology`` with the ``KubeletTopologyAgent`` DaemonSet, for nodes the stack does not provision."""
 
-    @field_validator("topology_agent", mode="before")
+    # json_schema_input_type: the JSON Schema shows what this validator accepts (``true`` / ``false`` too).
+    @field_validator("topology_agent", mode="before", json_schema_input_type=Union[bool, TopologyAgentSpec, None])
     @classmethod
     def _agent_switch(cls, value: object) -> object:
         return topology_agent_input(value)

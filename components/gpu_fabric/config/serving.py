@@ -37,19 +37,23 @@ class NamedRef(SpecModel):
     """A reference by name."""
 
     name: str
+    """Name of the referenced object."""
 
 
 class LocalObjectRef(SpecModel):
     """A reference to an object in the deployment's namespace (ConfigMap, Secret, pull secret)."""
 
     name: str = Field(min_length=1)
+    """Name of the object in the deployment's namespace."""
 
 
 class Model(SpecModel):
     """The served model."""
 
     name: str = Field(min_length=1, max_length=253)
+    """The model to serve (written to the ModelDeployment's ``spec.model.name``)."""
     artifact_ref: Optional[NamedRef] = None
+    """A model artifact object, by name (``spec.model.artifactRef``)."""
 
 
 class Engine(SpecModel):
@@ -62,27 +66,39 @@ class Engine(SpecModel):
     """
 
     name: Literal["vLLM", "SGLang"]
+    """``vLLM`` or ``SGLang``."""
     image: Optional[syntax.Image] = Field(default=None, max_length=512)
+    """The runner image of every role that names none (released lines: required unless every role names its own)."""
     version: Optional[str] = Field(default=None, min_length=1, max_length=64)
+    """Engine version; with no role ``image``, the operator's runner image is synthesized from it."""
 
 
 class Router(SpecModel):
     """The router in front of the roles; a router plus Prefill/Decode roles renders a KV-transfer leg."""
 
     name: Literal["llm-d-router", "vllm-router", "sglang-gateway"]
+    """``llm-d-router``, ``vllm-router`` or ``sglang-gateway``."""
     replicas: Optional[int] = Field(default=None, ge=1)
+    """Router replicas (``spec.router.replicas``)."""
     image: Optional[syntax.Image] = Field(default=None, max_length=512)
+    """Router image; the operator's default when absent."""
     image_pull_policy: Optional[Literal["Always", "IfNotPresent", "Never"]] = None
+    """``Always``, ``IfNotPresent`` or ``Never``."""
     image_pull_secrets: Optional[list[LocalObjectRef]] = Field(default=None, max_length=32)
+    """Pull secrets (in the deployment's namespace) for the router image."""
     extra_args: Optional[list[str]] = None
+    """Extra command-line arguments of the router."""
     request_timeout_seconds: Optional[int] = Field(default=None, ge=1)
+    """Router request timeout in seconds (``spec.router.requestTimeoutSeconds``)."""
     disaggregation_threshold_tokens: Optional[int] = Field(default=None, ge=0)
+    """Prompt length in tokens from which the router disaggregates prefill and decode (``spec.router.disaggregationThresholdTokens``)."""
 
 
 class KvTransfer(SpecModel):
     """Direct prefill-to-decode KV transfer."""
 
     protocol: Optional[DirectProtocol] = None
+    """Prefill-to-decode KV transfer protocol (``Auto``, ``TCP``, ``RDMA``, ``EFA``, ``CANN``, ``ROCM``); ``RDMA`` and ``EFA`` need role pools of that fabric."""
     backend: Optional[str] = Field(default=None, min_length=1, max_length=64)
     """The direct connector's backend (operator 0.11 line; its values are not documented in what was read)."""
 
@@ -91,17 +107,24 @@ class KvCacheRef(SpecModel):
     """The KVCachePoolBinding (same namespace) whose pool serves this deployment's KV cache."""
 
     pool_ref: NamedRef
+    """The KVCachePoolBinding, in the deployment's namespace, by name."""
     connector: Optional[Literal["Mooncake"]] = None
+    """The engine's KV connector (``Mooncake``)."""
 
 
 class RoleResources(SpecModel):
     """Per-Pod resources of a role; ``interface`` is translated into fabric device keys."""
 
     accelerator: Optional[Quantity] = None
+    """Accelerators per Pod (a quantity, at most the pool's ``acceleratorsPerNode``)."""
     accelerator_sliced_memory_percentage: Optional[int] = Field(default=None, ge=0, le=100)
+    """Percentage of one accelerator's memory per Pod (sliced sharing)."""
     accelerator_sliced_cores_percentage: Optional[int] = Field(default=None, ge=0, le=100)
+    """Percentage of one accelerator's cores per Pod (sliced sharing)."""
     accelerator_partitioned_profile: Optional[str] = Field(default=None, max_length=64)
+    """Partition profile of the accelerator (e.g. a MIG profile)."""
     interface: Optional[Quantity] = None
+    """Fabric interfaces per Pod, translated into the fabric's device keys (``vpc.amazonaws.com/efa`` or ``device.gpustack.ai/rdma``); at most the pool's ``interfacesPerNode``."""
     cpu: Optional[Quantity] = None
     """CPU per Pod (operator 0.11 line)."""
     ram: Optional[Quantity] = None
@@ -116,44 +139,58 @@ class EnvVar(SpecModel):
     """An environment variable: a name Kubernetes accepts (``syntax.env_var_name``); any string value."""
 
     name: syntax.EnvVarName
+    """Variable name."""
     value: str = ""
+    """Variable value (any string; default empty)."""
 
 
 class Port(SpecModel):
     """A container port."""
 
     port: int = Field(ge=1, le=65535)
+    """Container port (1-65535)."""
     protocol: Optional[Literal["TCP", "UDP", "SCTP"]] = None
+    """``TCP``, ``UDP`` or ``SCTP``."""
 
 
 class RoleTopology(SpecModel):
     """Kueue topology-aware scheduling for a role (``requiredLevel`` is a topology label key)."""
 
     required_level: Optional[str] = None
+    """Topology label key the role's Pods must share (Kueue topology-aware scheduling)."""
 
 
 class HostPathSource(SpecModel):
     """A host path volume (the operator gates it behind a Setting)."""
 
     path: str
+    """Path on the node."""
     type: Optional[str] = None
+    """Kubernetes hostPath type (e.g. ``Directory``)."""
 
 
 class AdditionalVolume(SpecModel):
     """A volume mounted into every container of the role: exactly one of configMap, secret, hostPath."""
 
     mount_path: str = Field(max_length=1024, pattern=r"^(/[^/]+)+$")
+    """Absolute path the volume is mounted at in every container of the role."""
     read_only: Optional[bool] = None
+    """Mount read-only."""
     sub_path: Optional[str] = Field(default=None, max_length=1024, pattern=r"^[^/].*$")
+    """Relative path inside the volume to mount instead of its root."""
     config_map: Optional[LocalObjectRef] = None
+    """A ConfigMap in the deployment's namespace."""
     secret: Optional[LocalObjectRef] = None
+    """A Secret in the deployment's namespace."""
     host_path: Optional[HostPathSource] = None
+    """A path on the node (the operator gates it behind a Setting)."""
 
 
 class ElasticEp(SpecModel):
     """The elastic expert-parallel profile: one managed vLLM Server role of ``width`` engines."""
 
     width: int = Field(ge=2, le=64)
+    """Engines of the elastic expert-parallel group (2-64)."""
 
 
 class Role(SpecModel):
@@ -165,25 +202,45 @@ class Role(SpecModel):
     """
 
     name: str
+    """Role name, unique within the deployment."""
     kind: Literal["Server", "Prefill", "Decode"] = "Server"
+    """``Server`` (default), ``Prefill`` or ``Decode``; Prefill plus Decode with a router form a KV-transfer leg."""
     replicas: int = Field(default=1, ge=1, le=1024)
+    """Replicas of the role (default 1)."""
     size: Optional[int] = Field(default=None, ge=1, le=64)
+    """Pods per replica (an elastic EP role sets ``elasticEp.width`` instead)."""
     instance_type: Optional[str] = Field(default=None, min_length=1, max_length=253)
+    """The pool (GPUStack InstanceType) the role runs on (operator lines up to 0.10 and the pin); must name a pool of the stack."""
     accelerator_type: Optional[str] = Field(default=None, min_length=1, max_length=253)
+    """The pool (GPUStack AcceleratorType) the role runs on (operator 0.11 line, which renamed ``instanceType``); must name a pool of the stack."""
     resources: RoleResources = Field(default_factory=RoleResources)
+    """Per-Pod accelerators and fabric interfaces."""
     image: Optional[syntax.Image] = Field(default=None, max_length=512)
+    """The role's image; the operator synthesizes a runner image from ``engine`` when absent."""
     image_pull_policy: Optional[Literal["Always", "IfNotPresent", "Never"]] = None
+    """``Always``, ``IfNotPresent`` or ``Never``."""
     image_pull_secrets: Optional[list[LocalObjectRef]] = Field(default=None, max_length=32)
+    """Pull secrets (in the deployment's namespace) for the role's image."""
     command: Optional[list[str]] = None
+    """Container command, replacing the image's entrypoint."""
     extra_args: Optional[list[str]] = None
+    """Extra engine arguments."""
     env: Optional[list[EnvVar]] = None
+    """Environment variables of the role's containers."""
     ports: Optional[list[Port]] = None
+    """Container ports."""
     shm_size: Optional[Quantity] = None
+    """Size of the shared-memory volume (``/dev/shm``), a quantity."""
     privileged: Optional[bool] = None
+    """Run privileged (advisory policy model-deployment-unprivileged-roles: not needed for fabric devices)."""
     additional_volumes: Optional[list[AdditionalVolume]] = None
+    """Volumes mounted into every container of the role."""
     topology: Optional[RoleTopology] = None
+    """Kueue topology-aware scheduling of the role."""
     termination_grace_period_seconds: Optional[int] = Field(default=None, ge=15, le=3600)
+    """Pod termination grace period in seconds (15-3600)."""
     elastic_ep: Optional[ElasticEp] = None
+    """Elastic expert-parallel profile (one managed vLLM Server role)."""
 
     _shm = field_validator("shm_size")(_check_quantity)
 
@@ -212,13 +269,21 @@ class ModelDeploymentSpec(SpecModel):
     """A GPUStack ModelDeployment: ``name``/``namespace`` plus the object's ``spec`` fields."""
 
     name: str
+    """Name of the ModelDeployment (a DNS label)."""
     namespace: str
+    """Namespace of the ModelDeployment; one of the stack's ``namespaces``."""
     model: Model
+    """The model the deployment serves (the object's ``spec.model``)."""
     engine: Engine
+    """The inference engine."""
     router: Optional[Router] = None
+    """The router in front of the roles."""
     kv_transfer: Optional[KvTransfer] = None
+    """Direct prefill-to-decode KV transfer."""
     kv_cache: Optional[KvCacheRef] = None
+    """The KV-cache pool binding that serves this deployment."""
     roles: list[Role] = Field(min_length=1, max_length=10)
+    """The deployment's roles (1-10)."""
 
     _name = field_validator("name")(check_object_name)
     _namespace = field_validator("namespace")(check_namespace)
@@ -232,15 +297,20 @@ class Transport(SpecModel):
     """Transport of a KV-cache backend or of one member group."""
 
     protocol: Optional[ApiProtocol] = None
+    """Transfer protocol (``Auto``, ``TCP``, ``RDMA``, ``EFA``, ``CANN``, ``ROCM``, ``MUSA``, ``MACA``); ``RDMA`` and ``EFA`` need member pools of that fabric."""
 
 
 class HostPath(SpecModel):
     """An extra host path for a member group."""
 
     path: str
+    """Path on the node."""
     mount_path: Optional[str] = None
+    """Path in the member container; ``path`` when absent."""
     type: Optional[Literal["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"]] = None
+    """Kubernetes hostPath type (e.g. ``Directory``)."""
     read_only: Optional[bool] = None
+    """Mount read-only."""
 
     @model_validator(mode="after")
     def _no_infiniband(self) -> "HostPath":
@@ -254,18 +324,31 @@ class MemberGroup(SpecModel):
     """A Mooncake member group: one DaemonSet on the nodes its selector picks."""
 
     node_selector: dict[str, str]
+    """Labels of the nodes the group's DaemonSet runs on; must select a pool of the stack for RDMA/EFA transport."""
     medium: Literal["DRAM", "VRAM"]
+    """Where members keep KV blocks: ``DRAM`` or ``VRAM``."""
     capacity_per_member: Quantity
+    """Cache capacity of each member, a quantity (e.g. ``64Gi``)."""
     local_buffer_size: Optional[Quantity] = None
+    """Each member's local transfer buffer, a quantity."""
     extra_args: Optional[list[str]] = None
+    """Extra arguments of the member process."""
     extra_env: Optional[list[EnvVar]] = None
+    """Extra environment variables of the member container."""
     image: Optional[syntax.Image] = Field(default=None, max_length=512)
+    """Member image; the backend's ``image`` when absent."""
     transport: Optional[Transport] = None
+    """The group's transport; the backend's when absent."""
     fabric_interface_count: Optional[int] = Field(default=None, ge=1)
+    """Fabric interfaces each member requests (at most the pool's ``interfacesPerNode``)."""
     security_context: Optional[dict[str, Any]] = None
+    """Container securityContext of the members (never privileged)."""
     host_paths: Optional[list[HostPath]] = Field(default=None, max_length=32)
+    """Extra host paths mounted into the members (never ``/dev/infiniband``)."""
     runtime_class_name: Optional[str] = None
+    """RuntimeClass of the member Pods."""
     local_disks: Optional[list[dict[str, Any]]] = Field(default=None, max_length=1)
+    """At most one local disk for the members, passed to the operator as written (``members[].localDisks``)."""
 
     _quantities = field_validator("capacity_per_member", "local_buffer_size")(_check_quantity)
 
@@ -282,11 +365,17 @@ class Leader(SpecModel):
     """The managed Mooncake leader (master)."""
 
     replicas: Optional[int] = Field(default=None, ge=1, le=5)
+    """Leader (master) replicas (1-5)."""
     allocation_strategy: Optional[Literal["Random", "FreeRatioFirst"]] = None
+    """``Random`` or ``FreeRatioFirst``: how the leader places KV blocks on members."""
     multi_tenancy: Optional[bool] = None
+    """Passed to the operator as written (``leader.multiTenancy``)."""
     extra_args: Optional[list[str]] = None
+    """Extra arguments of the leader process."""
     extra_env: Optional[list[EnvVar]] = None
+    """Extra environment variables of the leader container."""
     high_availability: Optional[dict[str, Any]] = None
+    """Passed to the operator as written (``leader.highAvailability``)."""
     election_backend: Optional[str] = Field(default=None, min_length=1, max_length=64)
     """How the leader elects (operator 0.11 line; its docs show ``None``, for images without Lease election)."""
 
@@ -295,40 +384,55 @@ class Managed(SpecModel):
     """A backend whose leader and members the operator runs."""
 
     leader: Leader = Field(default_factory=Leader)
+    """The Mooncake leader (master)."""
     members: list[MemberGroup] = Field(min_length=1, max_length=32)
+    """Member groups (1-32), one DaemonSet each."""
     scale_in: Optional[dict[str, Any]] = None
+    """Passed to the operator as written (``managed.scaleIn``)."""
 
 
 class ExternalEndpoint(SpecModel):
     """An endpoint of an external Mooncake deployment."""
 
     name: Literal["Client", "Admin"]
+    """``Client`` or ``Admin``."""
     address: str = Field(max_length=259)
+    """``host:port`` of the endpoint."""
 
 
 class External(SpecModel):
     """A backend run outside the operator."""
 
     endpoints: list[ExternalEndpoint] = Field(min_length=1)
+    """Endpoints of the external Mooncake deployment."""
 
 
 class Connection(SpecModel):
     """Exactly one of ``managed`` and ``external`` (the operator's backend webhook refuses any other shape)."""
 
     managed: Optional[Managed] = None
+    """A backend whose leader and members the operator runs."""
     external: Optional[External] = None
+    """A backend run outside the operator."""
 
 
 class KVCacheBackendSpec(SpecModel):
     """A cluster-scoped KVCacheBackend (Mooncake)."""
 
     name: str
+    """Name of the KVCacheBackend (cluster-scoped)."""
     type: Literal["Mooncake"] = "Mooncake"
+    """Backend type (``Mooncake``, the only one)."""
     image: Optional[syntax.Image] = Field(default=None, max_length=512)
+    """Mooncake image of the leader and members."""
     image_pull_policy: Optional[Literal["Always", "IfNotPresent", "Never"]] = None
+    """``Always``, ``IfNotPresent`` or ``Never``."""
     image_pull_secrets: Optional[list[LocalObjectRef]] = Field(default=None, max_length=32)
+    """Pull secrets for the backend's images."""
     transport: Optional[Transport] = None
+    """Default transport of the member groups."""
     connection: Connection
+    """Managed by the operator, or external."""
 
     _name = field_validator("name")(check_object_name)
 
@@ -341,6 +445,7 @@ class PoolQuota(SpecModel):
     """Total capacity a KVCachePool may use."""
 
     total: Quantity
+    """Total capacity, a quantity (e.g. ``512Gi``)."""
 
     _quantity = field_validator("total")(_check_quantity)
 
@@ -349,9 +454,11 @@ class KVCachePoolSpec(SpecModel):
     """A cluster-scoped KVCachePool over exactly one backend."""
 
     name: str
+    """Name of the KVCachePool (cluster-scoped)."""
     backends: list[str] = Field(min_length=1)
     """Exactly one KVCacheBackend name (the operator's pool webhook refuses any other count, with its reason)."""
     quota: PoolQuota
+    """Capacity the pool may use."""
 
     _name = field_validator("name")(check_object_name)
 
@@ -375,6 +482,7 @@ class BindingQuota(SpecModel):
     """A binding's share of the pool."""
 
     ceiling: Quantity
+    """Most of the pool the binding may use, a quantity."""
 
     _quantity = field_validator("ceiling")(_check_quantity)
 
@@ -383,10 +491,15 @@ class KVCachePoolBindingSpec(SpecModel):
     """A namespaced KVCachePoolBinding: what a ModelDeployment's ``kvCache.poolRef`` names."""
 
     name: str
+    """Name of the KVCachePoolBinding."""
     namespace: str
+    """Namespace of the binding; one of the stack's ``namespaces``."""
     pool_ref: NamedRef
+    """The KVCachePool, by name."""
     domain: Domain
+    """The store tenant the binding writes to."""
     quota: BindingQuota
+    """The binding's share of the pool."""
 
     _name = field_validator("name")(check_object_name)
     _namespace = field_validator("namespace")(check_namespace)

@@ -48,8 +48,11 @@ class Taint(SpecModel):
     """A node taint; ``effect`` accepts Kubernetes (``NoSchedule``) or EKS (``NO_SCHEDULE``) spelling."""
 
     key: syntax.TaintKey
+    """Taint key (a Kubernetes qualified name)."""
     value: Optional[syntax.TaintValue] = None
+    """Taint value; omit for a key-only taint."""
     effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule", "NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]
+    """``NoSchedule``, ``NoExecute`` or ``PreferNoSchedule`` (EKS spelling ``NO_SCHEDULE`` etc. also accepted)."""
 
     def as_dict(self) -> dict[str, str]:
         """The taint in Kubernetes spelling, as a plain dict (no ``value`` key when it has none)."""

@@ -9,7 +9,7 @@ nodeadm ``NodeConfig``, Bottlerocket settings, a KubeletConfiguration drop-in). 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Union
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
@@ -105,7 +105,9 @@ class KubeletTopology(SpecModel):
         """The setting a fabric pool gets when it says nothing: restricted policy, container scope."""
         return cls()
 
-    @field_validator("policy_options", "cpu_manager_policy_options", mode="before")
+    # json_schema_input_type: the JSON Schema shows what this validator accepts (YAML booleans and integers too).
+    @field_validator("policy_options", "cpu_manager_policy_options", mode="before",
+                     json_schema_input_type=dict[str, Union[str, bool, int]])
     @classmethod
     def _options_as_text(cls, value: Any) -> Any:
         if isinstance(value, Mapping):

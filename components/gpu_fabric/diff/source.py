@@ -26,6 +26,14 @@ class DiffInputError(Exception):
     """Bad input to ``gpu-fabric diff``: an unknown ref, a missing stack, an invalid stack or file."""
 
 
+class StackAbsentError(DiffInputError):
+    """One end of the diff has no ``Pulumi.<stack>.yaml``: the stack is new in the change, or removed by it.
+
+    :func:`render_base_and_head` turns it into an empty render of that end (so every resource is a
+    create, or a delete); only when neither end has the stack is it an error.
+    """
+
+
 def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=not binary, check=False)
 
@@ -97,39 +105,59 @@ def render_base_and_head(
     The two renders are independent and each is CPU-bound, so on two cores a diff costs little
     more than one render (``benchmarks/diff_fleet.py``). With one core they run one after the
     other. A problem at the base is reported before one at the head.
+
+    A stack only one end has is new in the change (no base: every resource is a create) or removed
+    by it (no head: every resource is a delete), as ``pulumi preview`` of a new stack or
+    ``pulumi destroy`` shows it; the missing end is an empty render labelled so. Neither end having
+    it is an error naming both.
     """
+    base: RenderResult | None
+    head: RenderResult | None
     if (os.cpu_count() or 1) < 2:
-        base, base_label = render_stack_at(project_dir, stack, base_ref, side="base")
-        head, head_label = render_stack_at(project_dir, stack, head_ref, side="head")
-        return base, base_label, head, head_label
-    # spawn, not fork: the parent may already run Pulumi's threads and event loop.
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        base_future = pool.submit(render_stack_at, Path(project_dir), stack, base_ref, side="base")
-        try:
-            head, head_label = render_stack_at(project_dir, stack, head_ref, side="head")
-        except DiffInputError:
-            base_future.result()  # the base's own problem, if any, comes first
-            raise
-        try:
-            base, base_label = base_future.result()
-        except BrokenProcessPool:  # the helper process died (killed, out of memory): render here instead
-            base, base_label = render_stack_at(project_dir, stack, base_ref, side="base")
-    return base, base_label, head, head_label
+        base, base_label = _render_or_absent(project_dir, stack, base_ref, "base")
+        head, head_label = _render_or_absent(project_dir, stack, head_ref, "head")
+    else:
+        # spawn, not fork: the parent may already run Pulumi's threads and event loop.
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            base_future = pool.submit(_render_or_absent, Path(project_dir), stack, base_ref, "base")
+            try:
+                head, head_label = _render_or_absent(project_dir, stack, head_ref, "head")
+            except DiffInputError:
+                base_future.result()  # the base's own problem, if any, comes first
+                raise
+            try:
+                base, base_label = base_future.result()
+            except BrokenProcessPool:  # the helper process died (killed, out of memory): render here instead
+                base, base_label = _render_or_absent(project_dir, stack, base_ref, "base")
+    if base is None and head is None:
+        raise DiffInputError(f"neither the base ({base_label}) nor the head ({head_label}) has stack {stack!r}")
+    return (base or RenderResult(stack), base_label, head or RenderResult(stack), head_label)
+
+
+def _render_or_absent(project_dir: Path, stack: str, ref: Optional[str], side: str) -> tuple[Optional[RenderResult], str]:
+    """:func:`render_stack_at`, or ``None`` and a label saying so when that end has no such stack."""
+    try:
+        return render_stack_at(project_dir, stack, ref, side=side)
+    except StackAbsentError:
+        if ref is None:
+            return None, f"working tree, without stack {stack}"
+        commit = resolve_ref(repository_root(Path(project_dir))[0], ref)
+        return None, f"{ref} ({commit[:12]}), without stack {stack}"
 
 
 def _render(project_dir: Path, stack: str, where: str) -> RenderResult:
     """Render, turning every failure into a one-line ``DiffInputError`` that names the stack and the end."""
     import yaml
 
-    from gpu_fabric.program.render import render_stack, stack_config_path
+    from gpu_fabric.program.render import ProjectError, render_stack, stack_config_path
     from gpu_fabric.config.base import ConfigError
 
     try:
         config = stack_config_path(project_dir, stack)
-    except FileNotFoundError as error:  # a name Pulumi refuses as a stack name
+    except (FileNotFoundError, ProjectError) as error:  # a name Pulumi refuses, an unreadable Pulumi.yaml
         raise DiffInputError(f"{where}: {error}") from None
     if not config.is_file():
-        raise DiffInputError(f"{where} has no stack {stack!r} (stacks/{config.name} does not exist there)")
+        raise StackAbsentError(f"{where} has no stack {stack!r} ({config.parent.name}/{config.name} does not exist there)")
     try:
         return render_stack(stack, project_dir)
     except ConfigError as error:

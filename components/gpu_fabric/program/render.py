@@ -19,8 +19,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 
-STACK_PROGRAM = Path("stacks") / "__main__.py"
-PROJECT_NAME = "gpu-fabric"
+from gpu_fabric.program.project import DEFAULT_PROJECT_NAME, ProjectError, read_project
+
+PROJECT_NAME = DEFAULT_PROJECT_NAME
+"""The project name of a folder without ``Pulumi.yaml`` (this repository's own); see :mod:`gpu_fabric.program.project`."""
+CONFIG_NAMESPACE = "gpu-fabric"
+"""The configuration namespace the stack program reads (``gpu-fabric:*``), whatever the project is named."""
 
 
 class StackNotFoundError(FileNotFoundError):
@@ -97,16 +101,17 @@ _STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
 def stack_config_path(project_dir: Path, stack: str) -> Path:
-    """``stacks/Pulumi.<stack>.yaml`` of a project; ``StackNotFoundError`` for a name Pulumi refuses
-    (a ``/`` or ``..`` would otherwise reach files outside ``stacks/`` and write outside ``out/``)."""
+    """``stacks/Pulumi.<stack>.yaml`` of a project (its ``stackConfigDir``); ``StackNotFoundError`` for a
+    name Pulumi refuses (a ``/`` or ``..`` would otherwise reach files outside ``stacks/`` and write
+    outside ``out/``)."""
     if not _STACK_NAME.match(stack) or set(stack) == {"."}:
         raise StackNotFoundError(f"{stack!r} is not a stack name (letters, digits, '-', '_', '.')")
-    return project_dir / "stacks" / f"Pulumi.{stack}.yaml"
+    return read_project(project_dir).stacks_folder / f"Pulumi.{stack}.yaml"
 
 
 def example_stacks(project_dir: Path | str = ".") -> list[str]:
-    """Names of every ``stacks/Pulumi.<stack>.yaml`` of a project, sorted."""
-    folder = Path(project_dir) / "stacks"
+    """Names of every ``stacks/Pulumi.<stack>.yaml`` of a project (its ``stackConfigDir``), sorted."""
+    folder = read_project(project_dir).stacks_folder
     return sorted(path.name[len("Pulumi."):-len(".yaml")] for path in folder.glob("Pulumi.*.yaml"))
 
 
@@ -118,11 +123,14 @@ def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
     """
     path = stack_config_path(project_dir, stack)
     if not path.is_file():
+        from gpu_fabric.config.suggestions import did_you_mean
+
         available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
-        raise StackNotFoundError(f"no stack {stack!r}: {path} does not exist (stacks: {', '.join(available) or 'none'})")
+        raise StackNotFoundError(f"no stack {stack!r}: {path} does not exist (stacks: {', '.join(available) or 'none'})"
+                                 + did_you_mean(stack, available))
     from gpu_fabric.config.stack_file import read_stack_file
 
-    return read_stack_file(path, PROJECT_NAME)
+    return read_stack_file(path, CONFIG_NAMESPACE)
 
 
 def _engine_encoding(value: Any) -> str:
@@ -177,7 +185,7 @@ def _secure_values(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def _alias_urns(request: Any, stack: str) -> tuple[str, ...]:
+def _alias_urns(request: Any, stack: str, project: str) -> tuple[str, ...]:
     """The URNs of a registration's aliases: given ones as they are, specs completed from the resource."""
     from gpu_fabric.program.urn import engine_urn
 
@@ -188,7 +196,7 @@ def _alias_urns(request: Any, stack: str) -> tuple[str, ...]:
             continue
         spec = alias.spec
         parent = "" if spec.noParent else (spec.parentUrn or request.parent)
-        urns.append(engine_urn(spec.stack or stack, spec.project or PROJECT_NAME, spec.type or request.type,
+        urns.append(engine_urn(spec.stack or stack, spec.project or project, spec.type or request.type,
                                spec.name or request.name, parent))
     return tuple(sorted(set(urns)))
 
@@ -208,20 +216,36 @@ def render_stack(
     config: Optional[dict[str, Any]] = None,
     program: Optional[Callable[[], None]] = None,
     preview: bool = False,
+    ask_ec2: bool = False,
 ) -> RenderResult:
     """Run the stack program under mocks; return what it registered.
 
-    ``config`` replaces the stack file's values (benchmarks and tests); ``program`` replaces
-    ``stacks/__main__.py``. Each call runs in a fresh context, so repeated renders in one process
+    ``config`` replaces the stack file's values (benchmarks and tests); ``program`` replaces the
+    project's program (``main:`` of its ``Pulumi.yaml``, default ``stacks/__main__.py``). URNs carry the
+    project's name (``name:`` of its ``Pulumi.yaml``, :mod:`gpu_fabric.program.project`); a project
+    without its program raises :class:`ProjectError` before anything runs. Each call runs in a fresh context, so repeated renders in one process
     do not see each other's resources or configuration. ``preview`` runs the program as the engine
     does at ``pulumi preview`` of a new stack: ids and provider-computed outputs (auto-names,
     versions) of resources not yet created are unknown, and so is every input made from them.
+
+    ``ask_ec2`` (benchmarks/ec2_calls.py) takes instance facts as ``pulumi up`` does -- EC2 with the
+    stack's ``aws:`` settings and the shell's AWS environment -- instead of the bundled table; the
+    render is then no longer hermetic.
     """
-    project_dir = Path(project_dir)
-    values = config if config is not None else load_stack_config(project_dir, stack)
-    run = program or (lambda: runpy.run_path(str(project_dir / STACK_PROGRAM), run_name="__main__"))
-    with hermetic_environment():
-        return contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview)
+    project = read_project(project_dir)
+    run: Callable[[], Any]
+    if program is not None:
+        run = program
+    else:
+        path = str(project.require_program())
+
+        def run() -> Any:
+            return runpy.run_path(path, run_name="__main__")
+    values = config if config is not None else load_stack_config(project.folder, stack)
+    environment: contextlib.AbstractContextManager[None] = contextlib.nullcontext() if ask_ec2 else hermetic_environment()
+    with environment:
+        return contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview, project.name,
+                                         not ask_ec2)
 
 
 # Provider SDKs fill unset inputs from these (pulumi-kubernetes: KUBECONFIG, PULUMI_K8S_*; pulumi-aws:
@@ -246,7 +270,8 @@ def hermetic_environment() -> Iterator[None]:
 
 
 def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callable[[], Any],
-                             preview: bool = False) -> RenderResult:
+                             preview: bool = False, project: str = PROJECT_NAME,
+                             offline_catalog: bool = True) -> RenderResult:
     import pulumi
     from pulumi.runtime import mocks as pulumi_mocks
     from pulumi.runtime.config import set_all_config
@@ -276,11 +301,12 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
 
     from gpu_fabric.aws.catalog import BundledInstanceCatalog, use_catalog
 
-    use_catalog(BundledInstanceCatalog())  # offline: instance facts from the bundled table, never EC2
+    if offline_catalog:
+        use_catalog(BundledInstanceCatalog())  # offline: instance facts from the bundled table, never EC2
     decoded = {key: _secure_values(value) for key, value in values.items()}
     set_all_config({key: _engine_encoding(value) for key, (value, _) in decoded.items()},
                    [key for key, (_, secure) in decoded.items() if secure])
-    pulumi.runtime.set_mocks(mocks, project=PROJECT_NAME, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
     _sync_await(run_pulumi_func(program))
 
     resources = []
@@ -293,7 +319,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
             ignore_changes=tuple(request.ignoreChanges),
             computed=_computed(inputs, *registrations.get(f"{type_}::{name}::state", (None, {}))),
             provider=request.provider.rsplit("::", 1)[0] if request.provider else "",  # a reference is "<urn>::<id>"
-            aliases=_alias_urns(request, stack),
+            aliases=_alias_urns(request, stack, project),
         ))
     resources.sort(key=lambda r: r.urn)
     return RenderResult(stack, resources)

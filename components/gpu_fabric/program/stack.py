@@ -14,7 +14,8 @@ import pulumi
 from gpu_fabric.resources.fabric import GpuFabric, fabric_args
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.cluster import KubernetesTarget
-from gpu_fabric.config.fabric import CONFIG_NAMESPACE, config_keys
+from gpu_fabric.config.fabric import CONFIG_NAMESPACE, SECRET_CAPABLE_KEYS, config_keys
+from gpu_fabric.config.suggestions import did_you_mean
 from gpu_fabric.validation.configuration import load_config
 
 
@@ -30,7 +31,8 @@ def read_configuration() -> dict[str, Any]:
     prefix = f"{CONFIG_NAMESPACE}:"
     unknown = sorted(key[len(prefix):] for key in _all_config_keys() if key.startswith(prefix) and key[len(prefix):] not in known)
     if unknown:
-        raise ConfigError((key, f"unknown configuration key; known keys: {', '.join(known)}") for key in unknown)
+        raise ConfigError((key, f"unknown configuration key; known keys: {', '.join(known)}{did_you_mean(key, known)}")
+                          for key in unknown)
     config = pulumi.Config(CONFIG_NAMESPACE)
     values: dict[str, Any] = {}
     for key in known:
@@ -43,17 +45,6 @@ def read_configuration() -> dict[str, Any]:
         except ValueError:
             values[key] = raw
     return values
-
-
-# Configuration keys that may be Pulumi secrets, and the kinds whose ``spec`` is made of them: a
-# secret key's objects are registered with a secret ``spec`` (encrypted in the state, "[secret]"
-# in a render). Other keys make names, labels and node groups that cannot be secret.
-SECRET_CAPABLE_KEYS: dict[str, str] = {
-    "modelDeployments": "ModelDeployment",
-    "kvCacheBackends": "KVCacheBackend",
-    "kvCachePools": "KVCachePool",
-    "kvCachePoolBindings": "KVCachePoolBinding",
-}
 
 
 def secret_configuration_keys() -> list[str]:

@@ -21,7 +21,7 @@ from gpu_fabric.kube.kueue import pool_quotas
 from gpu_fabric.plan.efa_domains import domains_from_config
 from gpu_fabric.plan.fabric_plan import coverage_gaps, topology_agent_problems
 from gpu_fabric.validation.fabric_facts import advertiser_problems, instance_fact_problems
-from gpu_fabric.validation.pack_verdicts import pack_problems
+from gpu_fabric.validation.pack_verdicts import pack_problems, policy_message, refusal_error
 from gpu_fabric.config.quantity import parse_quantity, whole_count
 from gpu_fabric.config.base import ConfigError, number_problems
 from gpu_fabric.config.fabric import FabricConfig
@@ -43,7 +43,7 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
     try:
         config = FabricConfig.model_validate(dict(values))
     except ValidationError as error:
-        raise ConfigError.from_validation_error(error) from None
+        raise ConfigError.from_validation_error(error, model=FabricConfig) from None
     problems = list(_operator_problems(config))
     problems.extend(_reference_problems(config))
     problems.extend(_aws_target_problems(config, aws_region))
@@ -65,7 +65,8 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         problems.extend(pack_problems(config))
     problems.extend(fact_problems)
     if problems:
-        raise ConfigError(problems)
+        # Refused by policies alone (each problem tagged): a PackRefusalError, which the CLI exits 1 for.
+        raise refusal_error(problems)
     return config
 
 
@@ -174,7 +175,7 @@ def _coverage_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
     position = {pool.name: i for i, pool in enumerate(config.pools)}
     for gap in coverage_gaps(config):
         yield (f"pools[{position[gap.pool]}]",
-               f"no device plugin serves this {gap.fabric} pool: {gap.reason} (policy device-plugin-coverage)")
+               policy_message(f"no device plugin serves this {gap.fabric} pool: {gap.reason}", "device-plugin-coverage"))
 
 
 def _domain_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:

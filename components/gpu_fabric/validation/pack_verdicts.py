@@ -12,10 +12,48 @@ member grants from the operator's admission analysis), and reports at the config
 
 from __future__ import annotations
 
-from typing import Iterable
+import re
+from typing import Iterable, Optional, Sequence
 
+from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.config.pool import PoolSpec
+
+
+class PackRefusalError(ConfigError):
+    """A well-formed configuration that mandatory policies of the pack refuse: every problem is
+    tagged with the refusing policy (:func:`policy_message`).
+
+    Still a :class:`ConfigError` (each problem at its configuration path, nothing registered), but
+    a policy violation rather than unusable input: the command line exits 1 for it, as ``check``
+    does for a violation found in the render.
+    """
+
+    @property
+    def policies(self) -> list[str]:
+        """The refusing policies' names, sorted."""
+        return sorted({name for _, message in self.problems if (name := refusing_policy(message))})
+
+
+_POLICY_TAG = re.compile(r" \(policy ([a-z0-9-]+)\)$")
+
+
+def policy_message(message: str, policy: str) -> str:
+    """``message`` tagged with the mandatory policy that refuses the same thing: ``... (policy NAME)``."""
+    return f"{message} (policy {policy})"
+
+
+def refusing_policy(message: str) -> Optional[str]:
+    """The policy a :func:`policy_message` names, ``None`` for any other problem."""
+    match = _POLICY_TAG.search(message)
+    return match.group(1) if match else None
+
+
+def refusal_error(problems: Sequence[tuple[str, str]]) -> ConfigError:
+    """:class:`PackRefusalError` when a policy refuses every one of ``problems``, else a plain :class:`ConfigError`."""
+    if problems and all(refusing_policy(message) for _, message in problems):
+        return PackRefusalError(problems)
+    return ConfigError(problems)
 
 
 def pack_problems(config: FabricConfig) -> list[tuple[str, str]]:
@@ -31,7 +69,7 @@ def _topology_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
             continue
         for problem in mandatory_findings(pool.topology.model_dump(by_alias=True, exclude_none=True)):
             field = ".policy" if problem.startswith("TopologyManager policy") else ""
-            yield f"pools[{i}].topology{field}", f"{problem} (policy fabric-pool-topology)"
+            yield f"pools[{i}].topology{field}", policy_message(problem, "fabric-pool-topology")
 
 
 def _pool_facts(config: FabricConfig):
@@ -61,7 +99,7 @@ def _member_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
         for pool in pools:
             if pool.matches_selector(grant.node_selector):
                 for problem in member_findings(grant.protocol, grant.fabric_interface_count, pool):
-                    yield path, f"{problem} (policy kv-cache-transport-fabric)"
+                    yield path, policy_message(problem, "kv-cache-transport-fabric")
 
 
 def _placement_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
@@ -71,7 +109,7 @@ def _placement_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
         if pool.aws is None or pool.aws.is_karpenter:  # no node group; the Karpenter rules run in GpuFabric
             continue
         for problem in node_group_findings(*_node_group_resources(pool)):
-            yield f"pools[{i}].aws.placementGroup", f"{problem} (policy efa-node-group-placement)"
+            yield f"pools[{i}].aws.placementGroup", policy_message(problem, "efa-node-group-placement")
 
 
 def _node_group_resources(pool: PoolSpec):

@@ -1,0 +1,148 @@
+"""The JSON Schema (draft 2020-12) of a stack file's ``gpu-fabric:`` configuration.
+
+Generated from :class:`~gpu_fabric.config.fabric.FabricConfig`, the very model ``load_config``
+validates with, so the schema cannot drift from the code: each field's description is its
+attribute docstring (``use_attribute_docstrings`` on the base model), its type, bounds, enum
+values and defaults are pydantic's own schema of the field. ``gpu-fabric schema`` prints it;
+``docs/configuration.md`` is generated from it (``scripts/generate_configuration_docs.py``).
+
+What the schema decides is each value's shape: names, types, enum values, bounds, required
+fields, unknown keys. What ``load_config`` decides beyond that -- syntax checked by validators
+(DNS labels, quantities, instance type names), references between objects, capacities, the
+operator's admission, EFA domains, the pack's mandatory policies -- a JSON Schema cannot say, so a
+file the schema accepts may still be refused by ``gpu-fabric render`` (never the other way round
+for a value written as its JSON type; pydantic also coerces ``"4"`` to ``4``, which the schema,
+like an editor, does not).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from gpu_fabric.config.fabric import CONFIG_NAMESPACE, SECRET_CAPABLE_KEYS, FabricConfig
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+SCHEMA_ID = "https://gpu-fabric.invalid/schemas/stack-file.json"
+"""The schema's ``$id``: a name, not a download location (``.invalid`` is reserved, RFC 2606)."""
+
+SECURE_VALUE = "SecureValue"
+
+# The keys Pulumi itself writes at the top of a stack file (pulumi/pulumi
+# sdk/go/common/workspace/project.go, ProjectStack): the schema leaves their content to Pulumi.
+PULUMI_STACK_KEYS: dict[str, dict[str, Any]] = {
+    "secretsprovider": {"type": "string", "description": "Pulumi's secrets provider of the stack."},
+    "encryptedkey": {"type": "string", "description": "Pulumi's encrypted data key of the stack."},
+    "encryptionsalt": {"type": "string", "description": "Pulumi's encryption salt of the stack."},
+    "environment": {"description": "Pulumi ESC environments the stack imports."},
+}
+
+
+def _markdown_literals(text: str) -> str:
+    """reStructuredText ``literal`` -> Markdown `literal` (editors render descriptions as Markdown)."""
+    return re.sub(r"``([^`]+)``", r"`\1`", text)
+
+
+def _clean(node: Any, *, keep_title: bool = False) -> Any:
+    """Drop pydantic's generated field titles ("Queueowner"), keep model titles, convert markup."""
+    if isinstance(node, list):
+        return [_clean(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    cleaned: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and not keep_title:
+            continue
+        if key == "description" and isinstance(value, str):
+            cleaned[key] = _markdown_literals(" ".join(value.split()))
+        elif key == "$defs":
+            cleaned[key] = {name: _clean(schema, keep_title=True) for name, schema in value.items()}
+        elif key in ("default", "const", "enum", "examples"):
+            cleaned[key] = value
+        else:
+            cleaned[key] = _clean(value)
+    return cleaned
+
+
+def configuration_schema() -> dict[str, Any]:
+    """The schema of the ``gpu-fabric:`` values alone: ``{queueOwner: ..., pools: [...], ...}``."""
+    schema = FabricConfig.model_json_schema(by_alias=True, mode="validation")
+    schema = _clean(schema, keep_title=True)
+    return {"$schema": DRAFT, **schema}
+
+
+def _secure_strings(node: Any, defs: dict[str, Any], secret_defs: dict[str, Any]) -> Any:
+    """``node`` with every string value also accepting a Pulumi secret (``{secure: ...}``).
+
+    Model definitions reached this way are copied as ``<Name>OrSecure`` so that the keys that may
+    not hold secrets keep their plain definitions.
+    """
+    if isinstance(node, list):
+        return [_secure_strings(item, defs, secret_defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        if name == SECURE_VALUE:
+            return node
+        secret_name = f"{name}OrSecure"
+        if secret_name not in secret_defs:
+            secret_defs[secret_name] = {}  # claimed first: a recursive model refers to itself
+            secret_defs[secret_name] = _secure_strings(defs[name], defs, secret_defs)
+        return {**node, "$ref": f"#/$defs/{secret_name}"}
+    result = {key: (value if key in ("default", "const", "enum", "examples", "required", "description")
+                    else _secure_strings(value, defs, secret_defs)) for key, value in node.items()}
+    if result.get("type") == "string":
+        description = result.pop("description", None)
+        options = {"anyOf": [result, {"$ref": f"#/$defs/{SECURE_VALUE}"}]}
+        return {**options, **({"description": description} if description else {})}
+    return result
+
+
+def stack_file_schema() -> dict[str, Any]:
+    """The schema of a whole ``Pulumi.<stack>.yaml``: its ``config:`` mapping, ``gpu-fabric:*`` keys checked.
+
+    Other namespaces (``aws:region``, ``kubernetes:...``) are left to their providers. A
+    ``gpu-fabric:`` key the stack does not know is refused, and so is a key without a namespace
+    (Pulumi refuses it). The keys that may be Pulumi secrets (``modelDeployments``,
+    ``kvCacheBackends``, ``kvCachePools``, ``kvCachePoolBindings``) accept ``{secure: ...}`` wherever
+    a string goes.
+    """
+    values = configuration_schema()
+    defs: dict[str, Any] = dict(values.get("$defs", {}))
+    secret_defs: dict[str, Any] = {}
+    properties: dict[str, Any] = {}
+    for key, schema in values["properties"].items():
+        if key in SECRET_CAPABLE_KEYS:
+            schema = _secure_strings(copy.deepcopy(schema), defs, secret_defs)
+        properties[f"{CONFIG_NAMESPACE}:{key}"] = schema
+    defs.update(secret_defs)
+    defs[SECURE_VALUE] = {
+        "title": SECURE_VALUE,
+        "description": "A Pulumi secret as `pulumi config set --secret` writes it (ciphertext).",
+        "type": "object",
+        "properties": {"secure": {"type": "string"}},
+        "required": ["secure"],
+        "additionalProperties": False,
+    }
+    config = {
+        "type": "object",
+        "description": "Configuration of the stack, keyed `namespace:key`; the `gpu-fabric:` keys are the fabric.",
+        "properties": properties,
+        "required": [f"{CONFIG_NAMESPACE}:{key}" for key in values.get("required", [])],
+        "propertyNames": {
+            "pattern": "^[^:]+:.+$",
+            "anyOf": [{"enum": sorted(properties)}, {"not": {"pattern": f"^{re.escape(CONFIG_NAMESPACE)}:"}}],
+        },
+    }
+    return {
+        "$schema": DRAFT,
+        "$id": SCHEMA_ID,
+        "title": "gpu-fabric stack file (Pulumi.<stack>.yaml)",
+        "description": _markdown_literals(" ".join(str(values.get("description", "")).split()))
+        + " Generated by `gpu-fabric schema` from the models `gpu-fabric render` validates with.",
+        "type": "object",
+        "properties": {"config": config, **PULUMI_STACK_KEYS},
+        "$defs": dict(sorted(defs.items())),
+    }

@@ -1,0 +1,106 @@
+"""The Pulumi project a render runs: its name, its stack program and where its stack files live.
+
+A render must produce the URNs ``pulumi preview`` of *that* project produces, so the project name
+comes from the project's own ``Pulumi.yaml`` (``name:``), never from this library. Pulumi's
+``Pulumi.yaml`` keys read here (pulumi/pulumi ``sdk/go/common/workspace/project.go``, ``Project``):
+
+* ``name`` -- the project name, the second part of every URN;
+* ``main`` -- the program: a folder holding ``__main__.py`` or a ``.py`` file, relative to the
+  project (the Python language host runs it as ``__main__``);
+* ``stackConfigDir`` -- the folder holding ``Pulumi.<stack>.yaml``.
+
+gpu-fabric's layout is ``main: stacks/`` and ``stackConfigDir: stacks`` (this repository's own
+``Pulumi.yaml``), so where a ``Pulumi.yaml`` leaves ``main`` or ``stackConfigDir`` out -- or a
+folder has no ``Pulumi.yaml`` at all (test fixtures, a bare folder of stack files) -- those are the
+defaults, and the project name is ``gpu-fabric``. That deliberately differs from Pulumi's own
+default (the project folder); the README's layout sets both keys so the two agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROJECT_FILE = "Pulumi.yaml"
+DEFAULT_PROJECT_NAME = "gpu-fabric"
+DEFAULT_PROGRAM = "stacks"
+DEFAULT_STACK_CONFIG_DIR = "stacks"
+
+STACK_PROGRAM_TEXT = "from gpu_fabric.program.stack import build_stack\n\nbuild_stack()\n"
+"""The whole stack program a project needs (this repository's ``stacks/__main__.py`` without its docstring)."""
+
+
+class ProjectError(ValueError):
+    """The project cannot be rendered: its ``Pulumi.yaml`` is unreadable or its program is missing.
+
+    The message is one line that names the file and says what to add.
+    """
+
+
+@dataclass(frozen=True)
+class Project:
+    """What a render needs to know about a Pulumi project folder."""
+
+    folder: Path
+    name: str
+    """The project name (``Pulumi.yaml`` ``name``): the project part of every URN."""
+    main: str
+    """The program as ``Pulumi.yaml`` spells it (``main``), relative to :attr:`folder`."""
+    stack_config_dir: str
+    """The folder of the ``Pulumi.<stack>.yaml`` files, relative to :attr:`folder`."""
+
+    @property
+    def stacks_folder(self) -> Path:
+        """Where ``Pulumi.<stack>.yaml`` files are."""
+        return self.folder / self.stack_config_dir
+
+    @property
+    def program_path(self) -> Path:
+        """The program file: ``main`` itself when it is a file, else its ``__main__.py``."""
+        path = self.folder / self.main
+        return path if path.suffix == ".py" else path / "__main__.py"
+
+    def require_program(self) -> Path:
+        """:attr:`program_path`, or a :class:`ProjectError` saying (in one line) what to add."""
+        path = self.program_path
+        if path.is_file():
+            return path
+        add = "; ".join(line for line in STACK_PROGRAM_TEXT.splitlines() if line)
+        raise ProjectError(
+            f"project {self.name!r} has no stack program: {path} does not exist; add "
+            f"{DEFAULT_PROGRAM}/__main__.py containing `{add}` (with `main: {DEFAULT_PROGRAM}/` in {PROJECT_FILE}), "
+            f"or set `main:` in {self.folder / PROJECT_FILE} to your own program")
+
+
+def read_project(folder: Path | str) -> Project:
+    """The project of ``folder`` as its ``Pulumi.yaml`` declares it (defaults when there is none)."""
+    folder = Path(folder)
+    path = folder / PROJECT_FILE
+    if not path.is_file():
+        return Project(folder, DEFAULT_PROJECT_NAME, DEFAULT_PROGRAM, DEFAULT_STACK_CONFIG_DIR)
+    try:
+        document: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ProjectError(f"{path}: cannot be read as YAML: {' '.join(str(error).split())}") from None
+    if not isinstance(document, dict):
+        raise ProjectError(f"{path}: a Pulumi project file is a mapping with at least `name:`")
+    name = document.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ProjectError(f"{path}: `name:` must be the project name (a non-empty string), found {name!r}")
+    main = _relative_setting(path, document, "main", DEFAULT_PROGRAM)
+    stack_config_dir = _relative_setting(path, document, "stackConfigDir", DEFAULT_STACK_CONFIG_DIR)
+    return Project(folder, name.strip(), main, stack_config_dir)
+
+
+def _relative_setting(path: Path, document: dict[str, Any], key: str, default: str) -> str:
+    value = document.get(key, default)
+    if not isinstance(value, str) or not value.strip():
+        raise ProjectError(f"{path}: `{key}:` must be a path relative to the project, found {value!r}")
+    relative = Path(value.strip())
+    if relative.is_absolute() or ".." in relative.parts:
+        # A render reads only inside the project it was pointed at.
+        raise ProjectError(f"{path}: `{key}:` must stay inside the project folder, found {value!r}")
+    return relative.as_posix()
