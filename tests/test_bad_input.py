@@ -223,6 +223,7 @@ POLICY_REFUSALS = {
     "references/efa-pool-without-placement": "efa-node-group-placement",
     "references/member-wants-more-interfaces": "kv-cache-transport-fabric",
     "references/topology-none-on-fabric-pool": "fabric-pool-topology",
+    "syntax/ami-arch-mismatch": "pool-instance-facts",  # issue 20: the AMI against the instances' architecture
 }
 
 

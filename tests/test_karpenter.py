@@ -125,7 +125,8 @@ def test_a_karpenter_pool_and_a_node_group_share_the_efa_domains_security_group(
     assert [r.name for r in rendered.resources if r.type == SECURITY_GROUP_TYPE] == [domain_group.name]
 
 
-def test_mixing_p5en_and_p5_is_refused_at_instance_types_with_exit_2(tmp_path):
+def test_mixing_p5en_and_p5_is_refused_at_instance_types(tmp_path):
+    # Exit 1: the refusal is the mandatory pool-instance-facts policy's, applied at render (CLI conventions).
     import shutil
 
     shutil.copytree(PROJECT_DIR / "stacks", tmp_path / "stacks")
@@ -133,7 +134,7 @@ def test_mixing_p5en_and_p5_is_refused_at_instance_types_with_exit_2(tmp_path):
     stack_file.write_text(stack_file.read_text().replace("- p5en.48xlarge", "- p5en.48xlarge\n          - p5.48xlarge"))
     run = subprocess.run([sys.executable, "-m", "gpu_fabric.cli", "render", "--project", str(tmp_path), "--stack", STACK,
                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 2, run.stdout + run.stderr
+    assert run.returncode == 1, run.stdout + run.stderr
     assert "pools[0].aws.instanceTypes" in run.stderr and "p5.48xlarge" in run.stderr
     assert not (tmp_path / "out" / STACK).exists()  # nothing written
 
