@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from gpu_fabric.config.fabric import FabricConfig
-from gpu_fabric.verify.api import ClusterUnavailable, LiveTransport
+from gpu_fabric.verify.api import ClusterUnavailable, Deadline, Limits, LiveTransport, mask_credentials
 
 
 def ambient_kubeconfig() -> Optional[str]:
@@ -64,7 +64,7 @@ def _from_kubeconfig(path: Optional[str], context: Optional[str], workers: int) 
 
 def _one_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
+    return mask_credentials(lines[0]) if lines else type(error).__name__
 
 
 def _from_eks(name: str, region: Optional[str], workers: int) -> tuple[Any, str]:
@@ -92,7 +92,8 @@ def _from_eks(name: str, region: Optional[str], workers: int) -> tuple[Any, str]
 
 
 def connect(config: FabricConfig, stack_values: Mapping[str, Any], *, kubeconfig: Optional[str] = None,
-            context: Optional[str] = None, workers: int = 32) -> tuple[LiveTransport, str]:
+            context: Optional[str] = None, workers: int = 32, limits: Limits = Limits(),
+            deadline: Optional[Deadline] = None) -> tuple[LiveTransport, str]:
     """A live transport to the stack's cluster and a description of how it was chosen."""
     from kubernetes import client
 
@@ -107,5 +108,5 @@ def connect(config: FabricConfig, stack_values: Mapping[str, Any], *, kubeconfig
         configuration, how = _from_eks(ref.name, str(region) if region else None, workers)
     else:
         configuration, how = _from_kubeconfig(None, None, workers)
-    transport = LiveTransport(client.ApiClient(configuration=configuration))
+    transport = LiveTransport(client.ApiClient(configuration=configuration), limits, deadline)
     return transport, f"{transport.host} ({how})"
