@@ -168,10 +168,11 @@ class LiveTransport:
         worker.start()
         if not attempt.done.wait(budget):
             attempt.abandon()
-            which = ("--request-timeout" if budget >= self.limits.request_timeout else "the run's --timeout")
+            waited = (f"within {budget:g}s (--request-timeout)" if budget >= self.limits.request_timeout
+                      else f"before the run's deadline of {self.limits.total_timeout:g}s (--timeout)")
             sent = f"it had sent {attempt.received} bytes of the body: {sample(attempt.head)}" if attempt.started \
                 else "it had not sent a complete status line and headers"
-            raise ClusterUnavailable(f"GET {path} from {self.host}: no complete answer within {budget:g}s ({which}); {sent}")
+            raise ClusterUnavailable(f"GET {path} from {self.host}: no complete answer {waited}; {sent}")
         if attempt.error is not None:
             raise attempt.error
         assert attempt.response is not None
