@@ -62,7 +62,7 @@ def _refuse(message: str) -> int:
 def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dict[str, Any]]]:
     """Render and validate the stack; return (expectations, validated config, raw stack values) or ``None``."""
     from gpu_fabric.cli.render import render_or_report
-    from gpu_fabric.program.render import load_stack_config
+    from gpu_fabric.program.render import load_stack_config, offline_values
     from gpu_fabric.config.fabric import CONFIG_NAMESPACE
     from gpu_fabric.validation.configuration import load_config
     from gpu_fabric.verify.expectations import stack_expectations
@@ -70,7 +70,7 @@ def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dic
     result = render_or_report(stack, project)  # the whole configuration, validated as `pulumi up` would
     if result is None:
         return None
-    values = load_stack_config(project, stack)
+    values = offline_values(load_stack_config(project, stack))  # secure: values as "[secret]", as render has them
     prefix = f"{CONFIG_NAMESPACE}:"
     config = load_config({key[len(prefix):]: value for key, value in values.items() if key.startswith(prefix)})
     return stack_expectations(stack, config, result.kubernetes_objects()), config, values
