@@ -181,14 +181,14 @@ def make_agent(fake: FakeHost, topology: KubeletTopology = SEED, *, lease: FakeL
 def writes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every atomic write the agent makes (pending markers excluded)."""
     written: list[Path] = []
-    original = kubelet.atomic_write
+    original = kubelet.HostFiles.write
 
-    def counting(target: Path, content: bytes) -> None:
-        if not target.name.endswith(reconcile.PENDING_SUFFIX):
-            written.append(target)
-        original(target, content)
+    def counting(self: kubelet.HostFiles, host_path: str, content: bytes) -> None:
+        if not host_path.endswith(reconcile.PENDING_SUFFIX):
+            written.append(self.path(host_path))
+        original(self, host_path, content)
 
-    monkeypatch.setattr(kubelet, "atomic_write", counting)
+    monkeypatch.setattr(kubelet.HostFiles, "write", counting)
     return written
 
 
