@@ -103,6 +103,8 @@ LIES = {
                            "node a10g-node-1 with status.allocatable a list of 1, expected a mapping"),
     "a quantity a mapping": (lambda c: _node(c)["status"]["allocatable"].__setitem__("nvidia.com/gpu", {"n": 4}),
                              "status.allocatable.nvidia.com/gpu a mapping, expected a quantity"),
+    "a node name with a terminal escape": (lambda c: _node(c)["metadata"].__setitem__("name", "gpu\x1b[2J\nnode"),
+                                           "items[0].metadata.name a string ('gpu\\x1b[2J\\nnode'), expected a node name"),
     "a nameless node": (lambda c: _node(c)["metadata"].pop("name"),
                         "the node list with items[0].metadata.name null, expected a non-empty string"),
     "items a mapping": (lambda c: c.raw.__setitem__(NODES, b'{"kind": "NodeList", "items": {}}'),
@@ -127,6 +129,13 @@ def test_a_wrong_type_is_a_refusal_naming_object_field_and_server(lie, tmp_path,
     break_it(cluster)
     code, out, err = verify_against(cluster, tmp_path, capsys)
     assert_refused(code, out, err, fragment, "http://127.0.0.1:")
+
+
+def test_server_text_in_a_reason_stays_on_one_printable_line():
+    from gpu_fabric.verify.api import Response
+
+    body = json.dumps({"kind": "Status", "message": "denied\n\x1b[31mfake line\x1b[0m"}).encode()
+    assert Response(403, body).reason() == "HTTP 403: denied??[31mfake line?[0m"
 
 
 def test_a_daemonset_status_count_that_is_a_string_is_refused(tmp_path, capsys):

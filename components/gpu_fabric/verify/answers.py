@@ -14,6 +14,7 @@ k8s.io/apimachinery/pkg/apis/meta/v1/types.go: ``ObjectMeta``, ``ListMeta.Contin
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping, Optional, Sequence
 
 from gpu_fabric.verify.api import ClusterUnavailable
@@ -101,12 +102,20 @@ class Reader:
         return value
 
 
+# A Node's name is a DNS-1123 subdomain (k8s.io/kubernetes pkg/apis/core/validation: ValidateNodeName
+# is NameIsDNSSubdomain; apimachinery's IsDNS1123Subdomain: at most 253 characters). Anything else --
+# a newline, a terminal escape -- would be printed into the report as if it were a node.
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
 def read_node(reader: Reader, node: Any, index: int) -> dict[str, Any]:
     """A listed Node whose ``metadata``, ``spec.taints`` and ``status`` the checks can index safely."""
     where: list[Any] = ["items", index]
     item = reader.mapping(node, where, optional=False)
     metadata = reader.mapping(item.get("metadata"), [*where, "metadata"], optional=False)
     name = reader.string(metadata.get("name"), [*where, "metadata", "name"], non_empty=True)
+    if len(name) > 253 or not _NODE_NAME.fullmatch(name):
+        raise reader.refuse([*where, "metadata", "name"], name, "a node name (a DNS-1123 subdomain)")
     named = Reader(reader.server, reader.request, f"node {name}")
     named.string_map(metadata.get("labels"), ["metadata", "labels"])
     spec = named.mapping(item.get("spec"), ["spec"])

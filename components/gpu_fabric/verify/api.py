@@ -84,6 +84,11 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters (newlines, terminal escapes) shown as ``?``: server text on one line."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
 def sample(data: bytes, size: int = 80) -> str:
     """The start of what a server sent, printable (for "it sent ..." in a refusal)."""
     text = data[:size].decode("utf-8", "replace")
@@ -115,7 +120,8 @@ class Response:
             document = None
         message = document.get("message") if isinstance(document, dict) else None
         text = message if isinstance(message, str) and message else self.body.decode("utf-8", "replace").strip()
-        return f"HTTP {self.status}" + (f": {text[:200]}" if text else "")
+        text = printable(text[:200])
+        return f"HTTP {self.status}" + (f": {text}" if text else "")
 
 
 class Transport(Protocol):

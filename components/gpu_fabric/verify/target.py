@@ -57,8 +57,10 @@ def _from_kubeconfig(path: Optional[str], context: Optional[str], workers: int) 
                                      persist_config=False)
     except ConfigException as error:
         raise ClusterUnavailable(f"kubeconfig {source}: {_one_line(error)}") from None
-    except (OSError, ValueError) as error:
-        raise ClusterUnavailable(f"kubeconfig {source}: {_one_line(error)}") from None
+    except ClusterUnavailable:
+        raise
+    except Exception as error:  # noqa: BLE001 - YAML errors, a failing exec plugin: a reason naming the file
+        raise ClusterUnavailable(f"kubeconfig {source}: {type(error).__name__}: {_one_line(error)}") from None
     return configuration, f"context {context}" if context else f"kubeconfig {source}"
 
 
