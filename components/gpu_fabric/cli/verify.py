@@ -145,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
         server = getattr(transport, "host", None) or "the cluster"
         return _refuse(f"reading the cluster at {server} failed: {type(error).__name__}"
                        + (f": {mask_credentials(lines[0])[:200]}" if lines else ""))
+    finally:
+        if isinstance(transport, ReplayTransport):
+            transport.close()
 
     report = verify(expectations, snapshot, target)
     report.logs.extend(verdicts)

@@ -399,6 +399,14 @@ class ReplayTransport:
         except UnsafeFileError as error:
             raise RecordingError(str(error)) from None
         try:
+            self._index = self._read_index(index_path)
+        except BaseException:
+            self._handle.close()
+            raise
+        self.host = self._server
+
+    def _read_index(self, index_path: Path) -> dict[str, tuple[int, str]]:
+        try:
             document = json.loads(self._handle.read(RECORDING_INDEX, MAX_INDEX_BYTES))
         except FileNotFoundError:
             raise RecordingError(f"{index_path} does not exist (record one with --record DIR)") from None
@@ -412,7 +420,7 @@ class ReplayTransport:
         responses = document.get("responses")
         if not isinstance(responses, dict):
             raise RecordingError(f"{index_path}: 'responses' must be a mapping of 'GET <path>' to status and body")
-        self._index: dict[str, tuple[int, str]] = {}
+        index: dict[str, tuple[int, str]] = {}
         for key, entry in responses.items():
             body = entry.get("body") if isinstance(entry, dict) else None
             if (not key.startswith("GET ") or not isinstance(entry, dict)
@@ -420,9 +428,14 @@ class ReplayTransport:
                     or not isinstance(body, str) or not _plain_name(body)):
                 raise RecordingError(f"{index_path}: entry {key!r} needs an integer 'status' and a 'body' file name "
                                      "inside the recording's folder")
-            self._index[key[len("GET "):]] = (entry["status"], body)
+            index[key[len("GET "):]] = (entry["status"], body)
         server = document.get("server")
-        self.host = public_url(server) if isinstance(server, str) and server else str(self._folder)
+        self._server = public_url(server) if isinstance(server, str) and server else str(self._folder)
+        return index
+
+    def close(self) -> None:
+        """Close the folder handle."""
+        self._handle.close()
 
     def get(self, path: str) -> Response:
         """The recorded answer to ``GET path``."""
