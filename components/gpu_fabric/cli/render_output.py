@@ -24,6 +24,9 @@ from typing import Mapping
 from gpu_fabric.config.safe_files import Folder, UnsafeFileError
 
 LEDGER = ".gpu-fabric-render"
+MAX_LEDGER_BYTES = 16 * 2**20
+MAX_LISTING_BYTES = 256 * 2**20
+"""Larger than any render's ``resources.json``: a bigger file is not one gpu-fabric wrote."""
 # A file or folder name gpu-fabric writes: Kubernetes names, kinds, "_cluster", ".yaml"/".json".
 _SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$")
 
@@ -47,7 +50,7 @@ def _legacy_render(out: Folder) -> set[PurePosixPath]:
     if out.kind("resources.json") != "file":
         return set()
     try:
-        resources = json.loads(out.read("resources.json", MAX_LEDGER_BYTES * 64).decode("utf-8"))
+        resources = json.loads(out.read("resources.json", MAX_LISTING_BYTES).decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         return set()
     if not (isinstance(resources, list) and resources
@@ -62,9 +65,6 @@ def _legacy_render(out: Folder) -> set[PurePosixPath]:
                 except OutputError:
                     continue
     return files
-
-
-MAX_LEDGER_BYTES = 16 * 2**20
 
 
 def _previous_files(out: Folder) -> set[PurePosixPath]:

@@ -187,11 +187,15 @@ class Agent:
         return None
 
     def _forget(self, plan: Plan) -> None:
+        """Nothing is pending any more: drop the marker and hand the Lease on (best effort: it also expires)."""
         try:
             self.files.remove(plan.pending)
-        except AgentError:
-            pass
-        self.lease.release()
+        except AgentError as error:
+            self.log(f"cannot remove {plan.pending}: {error}")
+        try:
+            self.lease.release()
+        except AgentError as error:
+            self.log(f"cannot release the restart lease (it expires by itself): {error}")
 
     def _roll_back(self, plan: Plan, state_file: str, state: Optional[bytes], written: bool, error: BaseException,
                    restart: bool = True) -> Status:
@@ -205,9 +209,10 @@ class Agent:
                     self.files.write(plan.host_path, plan.previous)
             except AgentError as restore_error:
                 problems.append(f"restoring {plan.host_path} failed: {restore_error}")
-        if state is not None and self.files.kind(state_file) is None:
+        if state is not None:
             try:
-                self.files.write(state_file, state)
+                if self.files.kind(state_file) is None:
+                    self.files.write(state_file, state)
             except AgentError as restore_error:
                 problems.append(f"restoring {state_file} failed: {restore_error}")
         if restart:
