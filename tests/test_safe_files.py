@@ -68,3 +68,12 @@ def test_a_root_that_is_a_link_is_refused_for_writing_but_may_be_read(tmp_path):
         Folder.open(tmp_path / "alias", create=True)
     with Folder.open(tmp_path / "alias", follow=True) as handle:
         assert handle.kind("anything") is None
+
+
+def test_a_file_where_a_folder_belongs_is_named_as_such(tmp_path):
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(UnsafeFileError, match="plain: is a file, not a folder"):
+        Folder.open(tmp_path / "plain", create=True)
+    with Folder.open(tmp_path) as handle:
+        with pytest.raises(UnsafeFileError, match="plain is a file, not a folder"):
+            handle.subfolder("plain")

@@ -88,7 +88,8 @@ class Folder:
     @staticmethod
     def _refusal(path: Path, error: OSError) -> str:
         try:
-            return f"is {_kind(os.lstat(path).st_mode)}, not a folder"
+            mode = os.lstat(path).st_mode
+            return f"is {'a file' if stat.S_ISREG(mode) else _kind(mode)}, not a folder"
         except OSError:
             return str(error.strerror or error)
 
@@ -104,7 +105,8 @@ class Folder:
         if found is None:
             raise FileNotFoundError(str(self.path / name))
         if not stat.S_ISDIR(found.st_mode):
-            raise UnsafeFileError(f"{self.path / name} is {_kind(found.st_mode)}, not a folder")
+            what = "a file" if stat.S_ISREG(found.st_mode) else _kind(found.st_mode)
+            raise UnsafeFileError(f"{self.path / name} is {what}, not a folder")
         fd = os.open(name, _DIRECTORY | _NOFOLLOW, dir_fd=self.fd)
         return Folder(fd, self.path / name)
 
