@@ -78,15 +78,8 @@ def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dic
 
 def run(args: argparse.Namespace) -> int:
     """Validate, read the cluster (or a recording), compare, print; exit 0, 1 or 2."""
-    from gpu_fabric.verify.api import (
-        ClusterUnavailable,
-        Deadline,
-        Limits,
-        RecordingError,
-        RecordingTransport,
-        ReplayTransport,
-        mask_credentials,
-    )
+    from gpu_fabric.verify.api import ClusterUnavailable, Deadline, Limits, RecordingError, mask_credentials
+    from gpu_fabric.verify.recording import RecordingTransport, ReplayTransport
     from gpu_fabric.verify.checks import PASS, verify
     from gpu_fabric.verify.collect import collect
     from gpu_fabric.verify.nccl import FabricPlan, NcclLogError, judge_files
