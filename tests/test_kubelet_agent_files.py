@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from gpu_fabric.kubelet_agent import __main__ as entry
-from gpu_fabric.kubelet_agent import errors, kubelet, reconcile
+from gpu_fabric.kubelet_agent import errors, host_files, reconcile
 from test_kubelet_agent_script import (
     DROPIN_NAME,
     KUBEADM_CONFIG,
@@ -159,7 +159,7 @@ def test_deeply_nested_or_odd_config_is_a_reason_not_a_crash(tmp_path: Path, tex
 
 
 def test_host_paths_resolve_links_as_the_host_does(tmp_path: Path) -> None:
-    files = kubelet.HostFiles(tmp_path, ("/etc/kubernetes", "/var/lib/kubelet"))
+    files = host_files.HostFiles(tmp_path, ("/etc/kubernetes", "/var/lib/kubelet"))
     (tmp_path / "etc/kubernetes").mkdir(parents=True)
     (tmp_path / "var/lib/kubelet").mkdir(parents=True)
     (tmp_path / "var/lib/kubelet/real.yaml").write_text("kind: KubeletConfiguration\n")
@@ -174,7 +174,7 @@ def test_host_paths_resolve_links_as_the_host_does(tmp_path: Path) -> None:
 
 def test_a_huge_config_file_is_not_read_whole(tmp_path: Path) -> None:
     fake = make_host(tmp_path)
-    fake.file(CONFIG).write_bytes(b"# x\n" * (kubelet.MAX_HOST_FILE_BYTES // 4 + 1))
+    fake.file(CONFIG).write_bytes(b"# x\n" * (host_files.MAX_HOST_FILE_BYTES // 4 + 1))
     status = make_agent(fake).reconcile()
     assert not status.ready and "is larger than" in status.message and fake.calls == []
 
@@ -190,7 +190,7 @@ def test_a_read_only_folder_changes_nothing_and_keeps_the_kubelet(tmp_path: Path
 
     lease = FakeLease()
     before = fake.snapshot()
-    monkeypatch.setattr(kubelet.os, "open", read_only)
+    monkeypatch.setattr(host_files.os, "open", read_only)
     status = make_agent(fake, lease=lease).reconcile()
     monkeypatch.undo()
     assert_untouched(fake, before, status=status, fragment="Read-only file system")
@@ -216,14 +216,14 @@ def test_a_failure_after_stop_starts_the_kubelet_again_with_the_previous_configu
     config = fake.file(CONFIG)
     state = fake.file("/var/lib/kubelet/cpu_manager_state")
     state_before = state.read_text()
-    original = kubelet.HostFiles.write
+    original = host_files.HostFiles.write
 
     def failing(self, host_path, content):
         if host_path == CONFIG:
             raise errors.AgentError(f"cannot write {host_path}: No space left on device; nothing was changed")
         original(self, host_path, content)
 
-    monkeypatch.setattr(kubelet.HostFiles, "write", failing)
+    monkeypatch.setattr(host_files.HostFiles, "write", failing)
     lease = FakeLease()
     status = make_agent(fake, STATIC, cordoned=True, lease=lease).reconcile()
     assert not status.ready and "No space left on device" in status.message

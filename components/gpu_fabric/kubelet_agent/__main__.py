@@ -28,7 +28,8 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 from .cluster import SERVICE_ACCOUNT_DIR, ClusterApi, KubeletConfigz, RestartLease, node_is_cordoned
 from .errors import AgentError
-from .kubelet import HostFiles, KubeletProcess, atomic_write
+from .host_files import HostFiles, atomic_write
+from .kubelet import KubeletProcess
 from .reconcile import Agent, Status, kubelet_certificate
 from .systemd import SystemdBus
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
 from .errors import AgentError
-from .kubelet import CPU_MANAGER_STATE_FILE, HostFiles, KubeletProcess, find_kubelet
+from .host_files import HostFiles
+from .kubelet import CPU_MANAGER_STATE_FILE, KubeletProcess, find_kubelet
 from .kubelet_config import TOPOLOGY_KEYS, merge_config_text, running_topology
 
 BACKUP_SUFFIX = ".gpu-fabric.bak"
