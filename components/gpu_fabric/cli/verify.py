@@ -17,11 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-
-# The defaults, repeated from gpu_fabric.verify.api so that building the parser imports no client code.
-DEFAULT_REQUEST_TIMEOUT = 30.0
-DEFAULT_TOTAL_TIMEOUT = 300.0
-DEFAULT_MAX_BODY_BYTES = 64 * 2**20
+from gpu_fabric.verify.api import DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOTAL_TIMEOUT  # stdlib only
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
