@@ -93,8 +93,21 @@ def test_a_link_planted_at_the_pending_or_backup_path_is_not_written_through(tmp
     planted.symlink_to("/etc/passwd")
     before = fake.snapshot()
     status = make_agent(fake).reconcile()
-    assert not status.ready and "outside the host directories mounted into the agent" in status.message, status.message
+    assert not status.ready and f"{CONFIG}{suffix} is a symbolic link where the agent expects" in status.message, status.message
     assert fake.calls == [] and victim.read_text() == "root:x:0:0\n" and fake.snapshot() == before
+
+
+@pytest.mark.parametrize("suffix", [reconcile.PENDING_SUFFIX, reconcile.BACKUP_SUFFIX])
+def test_the_agents_own_files_are_never_links_even_inside_the_mounts(tmp_path: Path, suffix: str) -> None:
+    fake = make_host(tmp_path)
+    kubeconfig = fake.file("/etc/kubernetes/kubelet.conf")
+    kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+    kubeconfig.write_text("the kubelet's credentials\n")
+    fake.file(CONFIG + suffix).symlink_to("/etc/kubernetes/kubelet.conf")  # inside the mounts, still not ours
+    before = fake.snapshot()
+    status = make_agent(fake).reconcile()
+    assert_untouched(fake, before, status=status, fragment=f"{CONFIG}{suffix} is a symbolic link where the agent expects")
+    assert kubeconfig.read_text() == "the kubelet's credentials\n"
 
 
 def test_a_link_planted_inside_the_mounts_is_replaced_not_written_through(tmp_path: Path) -> None:
@@ -218,10 +231,10 @@ def test_a_failure_after_stop_starts_the_kubelet_again_with_the_previous_configu
     state_before = state.read_text()
     original = host_files.HostFiles.write
 
-    def failing(self, host_path, content):
+    def failing(self, host_path, content, follow=True):
         if host_path == CONFIG:
             raise errors.AgentError(f"cannot write {host_path}: No space left on device; nothing was changed")
-        original(self, host_path, content)
+        original(self, host_path, content, follow)
 
     monkeypatch.setattr(host_files.HostFiles, "write", failing)
     lease = FakeLease()

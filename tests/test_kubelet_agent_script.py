@@ -184,10 +184,10 @@ def writes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     written: list[Path] = []
     original = host_files.HostFiles.write
 
-    def counting(self: host_files.HostFiles, host_path: str, content: bytes) -> None:
+    def counting(self: host_files.HostFiles, host_path: str, content: bytes, follow: bool = True) -> None:
         if not host_path.endswith(reconcile.PENDING_SUFFIX):
             written.append(self.path(host_path))
-        original(self, host_path, content)
+        original(self, host_path, content, follow)
 
     monkeypatch.setattr(host_files.HostFiles, "write", counting)
     return written

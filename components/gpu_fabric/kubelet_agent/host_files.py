@@ -123,10 +123,17 @@ class HostFiles:
                 os.close(fd)
         raise AgentError(f"{host_path}: more than {_MAX_LINKS} symbolic links; nothing was changed")
 
-    def _parent(self, host_path: str, create: bool = False) -> Optional[Tuple[int, str, str]]:
+    def _parent(self, host_path: str, create: bool = False, follow: bool = True) -> Optional[Tuple[int, str, str]]:
         """``(directory handle, file name, resolved host path)`` of ``host_path``, its directories walked
-        without links; ``None`` when a directory on the way does not exist (and ``create`` is off)."""
-        resolved = self.resolve(host_path)
+        without links; ``None`` when a directory on the way does not exist (and ``create`` is off).
+
+        ``follow=False`` resolves only the directories: the last component is taken as it is (a file
+        the agent creates itself -- a marker, a backup -- must not be a link to anything)."""
+        if follow:
+            resolved = self.resolve(host_path)
+        else:
+            normal = os.path.normpath(host_path)
+            resolved = os.path.join(self.resolve(os.path.dirname(normal)), os.path.basename(normal))
         directory, parts = self._mount_of(resolved)
         if not parts:
             raise AgentError(f"{resolved} is a mounted directory, not a file; nothing was changed")
@@ -151,9 +158,10 @@ class HostFiles:
             raise AgentError(f"cannot open the directory {walked} on the host: {_reason(error)}; nothing was changed") from None
         return fd, parts[-1], resolved
 
-    def kind(self, host_path: str) -> Optional[str]:
-        """``None`` when absent, ``"file"`` for a regular file, else what is there (``"a directory"``, ``"a FIFO"``)."""
-        parent = self._parent(host_path)
+    def kind(self, host_path: str, follow: bool = True) -> Optional[str]:
+        """``None`` when absent, ``"file"`` for a regular file, else what is there (``"a directory"``, ``"a FIFO"``,
+        and with ``follow=False`` ``"a symbolic link"``)."""
+        parent = self._parent(host_path, follow=follow)
         if parent is None:
             return None
         fd, name, _ = parent
@@ -165,10 +173,10 @@ class HostFiles:
             return None
         return "file" if stat.S_ISREG(found.st_mode) else _kind(found.st_mode)
 
-    def read(self, host_path: str, limit: int = MAX_HOST_FILE_BYTES) -> Optional[bytes]:
+    def read(self, host_path: str, limit: int = MAX_HOST_FILE_BYTES, follow: bool = True) -> Optional[bytes]:
         """The bytes of the regular file ``host_path``, ``None`` when it does not exist; :class:`AgentError` for a
         directory, FIFO, device, a link leaving the mounts, or a file larger than ``limit``."""
-        parent = self._parent(host_path)
+        parent = self._parent(host_path, follow=follow)
         if parent is None:
             return None
         fd, name, resolved = parent
@@ -204,9 +212,11 @@ class HostFiles:
         finally:
             os.close(handle)
 
-    def write(self, host_path: str, content: bytes) -> None:
-        """Replace ``host_path`` with ``content`` atomically (its mode kept); refuse what is not a regular file."""
-        parent = self._parent(host_path, create=True)
+    def write(self, host_path: str, content: bytes, follow: bool = True) -> None:
+        """Replace ``host_path`` with ``content`` atomically (its mode kept); refuse what is not a regular file.
+
+        ``follow=False``: a link at ``host_path`` itself is refused rather than resolved."""
+        parent = self._parent(host_path, create=True, follow=follow)
         assert parent is not None  # created on the way
         fd, name, resolved = parent
         try:
@@ -214,9 +224,9 @@ class HostFiles:
         finally:
             os.close(fd)
 
-    def remove(self, host_path: str) -> None:
+    def remove(self, host_path: str, follow: bool = True) -> None:
         """Unlink the regular file ``host_path`` (absent is fine); refuse anything else."""
-        parent = self._parent(host_path)
+        parent = self._parent(host_path, follow=follow)
         if parent is None:
             return
         fd, name, resolved = parent

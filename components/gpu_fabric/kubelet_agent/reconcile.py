@@ -130,9 +130,11 @@ class Agent:
     def _refuse_odd_files(self, plan: Plan, state_file: str) -> None:
         # Checked before the lease, before stopping anything: a directory, FIFO or device where a file
         # belongs would otherwise fail half-way through the change.
-        paths = [plan.host_path, plan.pending, state_file] + ([plan.backup] if plan.backup else [])
-        for host_path in paths:
-            kind = self.files.kind(host_path)
+        # The marker and the backup are the agent's own files: not even a link inside the mounts is
+        # followed there (a link to the kubelet's kubeconfig would have it overwritten).
+        own = [plan.pending] + ([plan.backup] if plan.backup else [])
+        for host_path, follow in [(plan.host_path, True), (state_file, True), *((path, False) for path in own)]:
+            kind = self.files.kind(host_path, follow=follow)
             if kind not in (None, "file"):
                 raise AgentError(f"{host_path} is {kind} where the agent expects a regular file (or nothing); "
                                  "remove it; nothing was changed")
@@ -153,7 +155,7 @@ class Agent:
         if not self.lease.acquire():
             return Status(False, f"waiting for the restart lease, held by {self.lease.holder_now() or 'another node'}; nothing was changed yet")
         try:
-            files.write(plan.pending, str(kubelet.pid).encode())
+            files.write(plan.pending, str(kubelet.pid).encode(), follow=False)
         except AgentError:
             self.lease.release()
             raise
@@ -190,7 +192,7 @@ class Agent:
     def _forget(self, plan: Plan) -> None:
         """Nothing is pending any more: drop the marker and hand the Lease on (best effort: it also expires)."""
         try:
-            self.files.remove(plan.pending)
+            self.files.remove(plan.pending, follow=False)
         except AgentError as error:
             self.log(f"cannot remove {plan.pending}: {error}")
         try:
@@ -234,7 +236,7 @@ class Agent:
         if plan.content is None:
             return  # an earlier pass wrote it; only the restart was left
         if plan.backup is not None and plan.previous is not None:
-            self.files.write(plan.backup, plan.previous)
+            self.files.write(plan.backup, plan.previous, follow=False)
         self.files.write(plan.host_path, plan.content)
 
     def _wait_for_stop(self) -> None:
@@ -268,13 +270,13 @@ class Agent:
         try:
             running = running_topology(self.configz(kubelet))
         except AgentError as error:
-            if self.files.kind(pending) is not None:
+            if self.files.kind(pending, follow=False) is not None:
                 self.lease.acquire()  # renew while this node's kubelet comes back
             return Status(False, str(error), changed)
         # /configz answers only once the restarted kubelet has loaded its files: what it shows now is
         # what this node runs with, so the restart is over either way and the next node may go.
-        if self.files.kind(pending) is not None:
-            self.files.remove(pending)
+        if self.files.kind(pending, follow=False) is not None:
+            self.files.remove(pending, follow=False)
             self.lease.release()
         differing = {key: running[key] for key in TOPOLOGY_KEYS if running[key] != wanted[key]}
         if not differing:
@@ -286,7 +288,7 @@ class Agent:
 
 
 def _marker_pid(files: HostFiles, marker: str) -> Optional[int]:
-    data = files.read(marker, limit=64)
+    data = files.read(marker, limit=64, follow=False)
     if data is None:
         return None
     try:
