@@ -71,6 +71,17 @@ class FakeCluster:
     configz_delay: float = 0.0
     """Seconds each configz answer takes (the API server proxies to the kubelet)."""
     requests: list[str] = field(default_factory=list)
+    trickle: set[str] = field(default_factory=set)
+    """API paths (without query) whose answer is sent one byte a second, headers first."""
+    trickle_headers: bool = False
+    """Trickle the status line and headers too (the client has not even seen a status)."""
+    loop_continue: Optional[str] = None
+    """Answer every node-list page with this ``metadata.continue`` token (a server that loops)."""
+    huge: dict[str, int] = field(default_factory=dict)
+    """API path -> bytes of endless JSON-looking body to stream (no Content-Length)."""
+    raw: dict[str, bytes] = field(default_factory=dict)
+    """API path -> a body sent verbatim with status 200 (whatever a lying server sends)."""
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def add_node(self, item: dict[str, Any], config: Any) -> None:
         """A node and what its kubelet's configz answers."""
@@ -106,12 +117,46 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, document: Any) -> None:
-        body = json.dumps(document).encode()
+        body = document if isinstance(document, bytes) else json.dumps(document).encode()
+        if urlsplit(self.path).path.rstrip("/") in self.cluster.trickle:
+            self._trickle(status, body)
+            return
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def _trickle(self, status: int, body: bytes) -> None:
+        head = (f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                .encode())
+        if not self.cluster.trickle_headers:
+            self.wfile.write(head)
+            self.wfile.flush()
+            head = b""
+        try:
+            for byte in head + body:
+                if self.cluster.stopping.wait(1.0):
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+        except OSError:
+            return  # the client gave up and closed the connection
+
+    def _stream(self, size: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        try:
+            self.wfile.write(b'{"kind": "NodeList", "items": [')
+            chunk = b'{"metadata": {"name": "n"}},' * 1000
+            sent = 0
+            while sent < size and not self.cluster.stopping.is_set():
+                self.wfile.write(chunk)
+                sent += len(chunk)
+        except OSError:
+            return
+        self.close_connection = True
 
     def _status(self, code: int, reason: str, message: str) -> None:
         self._send(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
@@ -126,7 +171,11 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         path = parts.path.rstrip("/")
         segments = path.strip("/").split("/")
-        if path == "/api/v1/nodes":
+        if path in cluster.huge:
+            self._stream(cluster.huge[path])
+        elif path in cluster.raw:
+            self._send(200, cluster.raw[path])
+        elif path == "/api/v1/nodes":
             self._list_nodes(parse_qs(parts.query))
         elif len(segments) == 6 and segments[:3] == ["api", "v1", "nodes"] and segments[4:] == ["proxy", "configz"]:
             self._configz(segments[3])
@@ -147,11 +196,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _list_nodes(self, query: dict[str, list[str]]) -> None:
         names = sorted(self.cluster.nodes)
         limit = int(query.get("limit", ["0"])[0] or 0)
-        start = int(query.get("continue", ["0"])[0] or 0)
+        token = query.get("continue", ["0"])[0]
+        start = int(token) if token.isdigit() else 0
         end = start + limit if limit else len(names)
         metadata = {"resourceVersion": "1"}
         if end < len(names):
             metadata["continue"] = str(end)
+        if self.cluster.loop_continue is not None:
+            metadata["continue"] = self.cluster.loop_continue
         self._send(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": metadata,
                          "items": [self.cluster.nodes[name] for name in names[start:end]]})
 
@@ -184,11 +236,15 @@ class FakeApiServer:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def kubeconfig(self, folder: Path, token: Optional[str] = None, context: str = "fake") -> Path:
-        """Write a kubeconfig for this server (bearer ``token``, default the right one); return its path."""
+    def kubeconfig(self, folder: Path, token: Optional[str] = None, context: str = "fake", userinfo: str = "") -> Path:
+        """Write a kubeconfig for this server (bearer ``token``, default the right one); return its path.
+
+        ``userinfo`` (``user:password``) is written into the server URL, as some kubeconfigs carry it.
+        """
+        server = self.url.replace("://", f"://{userinfo}@") if userinfo else self.url
         document = {
             "apiVersion": "v1", "kind": "Config", "current-context": context,
-            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "clusters": [{"name": context, "cluster": {"server": server}}],
             "users": [{"name": context, "user": {"token": token or self.cluster.token}}],
             "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
         }
@@ -201,5 +257,6 @@ class FakeApiServer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self.cluster.stopping.set()  # trickling and streaming handlers stop at once
         self._server.shutdown()
         self._server.server_close()

@@ -18,6 +18,7 @@ from gpu_fabric.kube.topology_agent import topology_agent_for_pool
 from gpu_fabric.kubelet_agent import cluster
 from gpu_fabric.kubelet_agent import __main__ as entry
 from gpu_fabric.kubelet_agent import errors
+from gpu_fabric.kubelet_agent import host_files
 from gpu_fabric.kubelet_agent import kubelet
 from gpu_fabric.kubelet_agent import reconcile
 from gpu_fabric.config.topology import KubeletTopology
@@ -197,7 +198,7 @@ def test_configz_refuses_a_certificate_it_has_no_reason_to_trust(tmp_path: Path,
 
 
 def test_the_kubelet_certificate_is_found_where_the_kubelet_keeps_it(tmp_path: Path) -> None:
-    files = kubelet.HostFiles(tmp_path, ("/var/lib/kubelet",))
+    files = host_files.HostFiles(tmp_path, ("/var/lib/kubelet",))
     (tmp_path / "var/lib/kubelet/pki").mkdir(parents=True)
     (tmp_path / "var/lib/kubelet/pki/kubelet.crt").write_bytes(b"PEM")
     default = kubelet.KubeletProcess(1, "/var/lib/kubelet/config.yaml", None, "/var/lib/kubelet", None, "/var/lib/kubelet/pki")

@@ -14,6 +14,7 @@ import yaml
 
 from gpu_fabric.kubelet_agent import __main__ as entry
 from gpu_fabric.kubelet_agent import errors
+from gpu_fabric.kubelet_agent import host_files
 from gpu_fabric.kubelet_agent import kubelet
 from gpu_fabric.kubelet_agent import kubelet_config
 from gpu_fabric.kubelet_agent import reconcile
@@ -164,7 +165,7 @@ def make_agent(fake: FakeHost, topology: KubeletTopology = SEED, *, lease: FakeL
                cordoned: bool = False, mounted: tuple[str, ...] = ("/etc/kubernetes", "/var/lib/kubelet")) -> reconcile.Agent:
     return reconcile.Agent(
         proc=fake.proc,
-        files=kubelet.HostFiles(fake.host, mounted),
+        files=host_files.HostFiles(fake.host, mounted),
         dropin_name=DROPIN_NAME,
         dropin=kubelet_config_dropin_yaml(topology).encode(),
         desired=kubelet_config_fields(topology),
@@ -181,14 +182,14 @@ def make_agent(fake: FakeHost, topology: KubeletTopology = SEED, *, lease: FakeL
 def writes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every atomic write the agent makes (pending markers excluded)."""
     written: list[Path] = []
-    original = kubelet.atomic_write
+    original = host_files.HostFiles.write
 
-    def counting(target: Path, content: bytes) -> None:
-        if not target.name.endswith(reconcile.PENDING_SUFFIX):
-            written.append(target)
-        original(target, content)
+    def counting(self: host_files.HostFiles, host_path: str, content: bytes, follow: bool = True) -> None:
+        if not host_path.endswith(reconcile.PENDING_SUFFIX):
+            written.append(self.path(host_path))
+        original(self, host_path, content, follow)
 
-    monkeypatch.setattr(kubelet, "atomic_write", counting)
+    monkeypatch.setattr(host_files.HostFiles, "write", counting)
     return written
 
 

@@ -25,3 +25,20 @@ def test_whole_count():
     assert whole_count("2") == 2
     assert whole_count("1500m") is None
     assert whole_count("x") is None
+
+
+@pytest.mark.parametrize("text", [
+    "\u0662",          # ARABIC-INDIC DIGIT TWO: Python's int() and Decimal() read it as 2
+    "\uff18Gi",        # FULLWIDTH DIGIT EIGHT
+    "1\u0660",         # a Latin one followed by an Arabic-Indic zero
+    "\u0968e3",        # DEVANAGARI DIGIT TWO with an exponent
+    "1e\u0663",        # a non-ASCII digit in the exponent
+])
+def test_only_ascii_digits_as_kubernetes_parses_them(text):
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+    assert whole_count(text) is None
+
+
+def test_surrounding_white_space_is_trimmed_as_the_json_decoder_does():
+    assert parse_quantity(" 2 ") == parse_quantity("2\n") == Decimal(2)

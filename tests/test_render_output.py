@@ -126,3 +126,59 @@ def test_stack_names_pulumi_refuses_are_refused(stack):
     for command in ("render", "check"):
         outcome = run_cli(command, "--stack", stack)
         assert outcome.code == 2 and "is not a stack name" in outcome.err, outcome.describe()
+
+
+# -- nothing a planted link, FIFO or folder can redirect ------------------------------------------------
+
+
+def test_a_fifo_or_folder_where_a_file_belongs_is_refused_without_waiting(tmp_path):
+    import os
+
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "resources.json")
+    outcome = render(out)
+    assert outcome.code == 2 and "resources.json exists and was not written by gpu-fabric render (it is a FIFO)" in outcome.err
+    (out / "resources.json").unlink()
+    (out / "resources.json").mkdir()
+    outcome = render(out)
+    assert outcome.code == 2 and "(it is a folder)" in outcome.err, outcome.describe()
+
+
+def test_a_symlinked_output_folder_or_ledger_is_not_followed(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out").symlink_to(elsewhere, target_is_directory=True)
+    outcome = render(tmp_path / "out")
+    assert outcome.code == 2 and "is not a folder" in outcome.err and not list(elsewhere.iterdir())
+    victim = tmp_path / "victim.yaml"
+    victim.write_text("keep")
+    listing = tmp_path / "listing.json"
+    listing.write_text(json.dumps(["victim.yaml"]))
+    out = tmp_path / "real"
+    out.mkdir()
+    (out / LEDGER).symlink_to(listing)
+    with pytest.raises(OutputError, match="is a symbolic link, not the ledger gpu-fabric render writes"):
+        write_output(out, {"resources.json": "[]\n"})
+    assert victim.read_text() == "keep" and listing.read_text() == json.dumps(["victim.yaml"])
+    assert sorted(p.name for p in out.iterdir()) == [LEDGER], "nothing written"
+
+
+def test_a_link_planted_after_the_checks_is_not_written_through(tmp_path, monkeypatch):
+    from gpu_fabric.cli import render_output
+
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("keep")
+    out = tmp_path / "out"
+    checks = render_output._problems
+
+    def plant_then_check(folder, files, previous):
+        found = checks(folder, files, previous)
+        (out / "k8s").mkdir(exist_ok=True)
+        (out / "k8s" / "a.yaml").symlink_to(outside)  # the race: a link appears between check and write
+        return found
+
+    monkeypatch.setattr(render_output, "_problems", plant_then_check)
+    with pytest.raises(OutputError, match="a.yaml is a symbolic link; refusing to write through or over it"):
+        write_output(out, {"k8s/a.yaml": "kind: Mine\n"})
+    assert outside.read_text() == "keep"

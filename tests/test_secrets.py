@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from pulumi.runtime import rpc
 
 from bad_input import dump, project_with, run_cli, stack_document
@@ -74,3 +76,58 @@ def test_the_documented_token_volume_is_accepted():
     config = load_config(values)
     volume = config.model_deployments[0].roles[0].additional_volumes[0]
     assert volume.secret.name == "hf-token" and volume.read_only is True
+
+
+# -- values from the environment, secure: values in verify, messages ---------------------------------
+
+CIPHERTEXT = "v1:AAAABBBBCCCCsecretcipher"
+
+
+def test_pulumi_config_from_the_environment_is_ignored_like_the_readme_says(tmp_path, monkeypatch):
+    """``PULUMI_CONFIG`` (and its secret keys) would otherwise fill keys the stack file lacks, as plain text."""
+    document = stack_document("seed-rdma")
+    deployments = document["config"].pop("gpu-fabric:modelDeployments")
+    deployments[0]["roles"][0]["env"] = [{"name": "HF_TOKEN", "value": TOKEN}]
+    project = project_with(tmp_path / "project", dump(document))
+    quiet = run_cli("render", "--project", str(project), "--stack", "x", "--out", str(tmp_path / "quiet"))
+    assert quiet.code == 0, quiet.describe()
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-fabric:modelDeployments": json.dumps(deployments)}))
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["gpu-fabric:modelDeployments"]))
+    monkeypatch.setenv("PULUMI_CONFIG_GPU_FABRIC_MODELDEPLOYMENTS", json.dumps(deployments))
+    loud = run_cli("render", "--project", str(project), "--stack", "x", "--out", str(tmp_path / "loud"))
+    assert loud.code == 0, loud.describe()
+    written = {p.relative_to(tmp_path / "loud"): p.read_bytes() for p in (tmp_path / "loud").rglob("*") if p.is_file()}
+    assert TOKEN.encode() not in b"".join(written.values())
+    assert written == {p.relative_to(tmp_path / "quiet"): p.read_bytes()
+                       for p in (tmp_path / "quiet").rglob("*") if p.is_file()}
+    readme = (PROJECT_DIR / "README.md").read_text()
+    assert "`PULUMI_CONFIG*`" in readme
+
+
+def test_a_stack_with_a_secure_value_verifies(tmp_path):
+    from fake_kube import FakeApiServer
+    from verify_clusters import seed_cluster
+
+    document = stack_document("seed-rdma")
+    document["config"]["gpu-fabric:modelDeployments"][0]["roles"][0]["env"] = [
+        {"name": "HF_TOKEN", "value": {"secure": CIPHERTEXT}}]
+    project = project_with(tmp_path / "project", dump(document))
+    with FakeApiServer(seed_cluster()) as server:
+        kubeconfig = server.kubeconfig(tmp_path)
+        outcome = run_cli("verify", "--project", str(project), "--stack", "x", "--kubeconfig", str(kubeconfig),
+                          "--json")
+    assert outcome.code == 0, outcome.describe()
+    assert json.loads(outcome.out)["result"] == "pass"
+    assert CIPHERTEXT not in outcome.out + outcome.err
+
+
+@pytest.mark.parametrize("command", ["render", "check", "verify"])
+def test_a_refused_secure_value_is_never_quoted(command, tmp_path):
+    document = stack_document("seed-rdma")
+    document["config"]["gpu-fabric:modelDeployments"][0]["roles"][0]["replicas"] = {"secure": CIPHERTEXT}
+    project = project_with(tmp_path / "project", dump(document))
+    extra = {"render": ["--out", str(tmp_path / "out")], "verify": ["--replay", str(tmp_path / "none")]}.get(command, [])
+    outcome = run_cli(command, "--project", str(project), "--stack", "x", *extra)
+    assert outcome.code == 2 and not outcome.crashed, outcome.describe()
+    assert "replicas" in outcome.err
+    assert CIPHERTEXT not in outcome.out + outcome.err and "AAAABBBB" not in outcome.out + outcome.err

@@ -371,7 +371,7 @@ def test_a_refusal_is_recorded_and_replays_to_the_same_refusal(tmp_path, capsys)
 
 
 def test_recordings_keep_no_secret_values():
-    from gpu_fabric.verify.api import redact_secret
+    from gpu_fabric.verify.recording import redact_secret
 
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token"}, "data": {"token": "aGYtc2VjcmV0"}}
     redacted = json.loads(redact_secret(json.dumps(secret).encode()))

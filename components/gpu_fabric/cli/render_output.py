@@ -8,6 +8,10 @@ A ledger (``DIR/.gpu-fabric-render``) lists the files the previous render wrote.
 * removes only the ledger's files that the new render no longer writes, and the folders that this
   leaves empty;
 * writes its files and the new ledger.
+
+All of it through folder handles (:mod:`gpu_fabric.config.safe_files`): a symbolic link, FIFO or
+device where a file or folder belongs is refused, never followed or opened, and every file is
+created under an exclusive temporary name and renamed into place.
 """
 
 from __future__ import annotations
@@ -17,7 +21,12 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Mapping
 
+from gpu_fabric.config.safe_files import Folder, UnsafeFileError
+
 LEDGER = ".gpu-fabric-render"
+MAX_LEDGER_BYTES = 16 * 2**20
+MAX_LISTING_BYTES = 256 * 2**20
+"""Larger than any render's ``resources.json``: a bigger file is not one gpu-fabric wrote."""
 # A file or folder name gpu-fabric writes: Kubernetes names, kinds, "_cluster", ".yaml"/".json".
 _SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$")
 
@@ -35,38 +44,38 @@ def safe_relative_path(path: str) -> PurePosixPath:
     return relative
 
 
-def _legacy_render(out: Path) -> set[PurePosixPath]:
+def _legacy_render(out: Folder) -> set[PurePosixPath]:
     """The files of a render made before the ledger existed: ``resources.json`` (a gpu-fabric
     listing) and the ``k8s/**/*.yaml`` beside it. Anything else in the folder stays foreign."""
-    listing = out / "resources.json"
+    if out.kind("resources.json") != "file":
+        return set()
     try:
-        resources = json.loads(listing.read_text(encoding="utf-8")) if listing.is_file() and not listing.is_symlink() else None
-    except (OSError, ValueError):
+        resources = json.loads(out.read("resources.json", MAX_LISTING_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         return set()
     if not (isinstance(resources, list) and resources
             and all(isinstance(r, dict) and {"urn", "type", "inputs"} <= set(r) for r in resources)):
         return set()
     files = {PurePosixPath("resources.json")}
-    manifests = out / "k8s"
-    if manifests.is_dir() and not manifests.is_symlink():
-        for path in manifests.rglob("*.yaml"):
+    if out.kind("k8s") == "a folder":
+        for path in (out.path / "k8s").rglob("*.yaml"):
             if path.is_file() and not path.is_symlink():
                 try:
-                    files.add(safe_relative_path(path.relative_to(out).as_posix()))
+                    files.add(safe_relative_path(path.relative_to(out.path).as_posix()))
                 except OutputError:
                     continue
     return files
 
 
-def _previous_files(out: Path) -> set[PurePosixPath]:
-    ledger = out / LEDGER
-    if not ledger.exists():
+def _previous_files(out: Folder) -> set[PurePosixPath]:
+    kind = out.kind(LEDGER)
+    if kind is None:
         return _legacy_render(out)
-    if not ledger.is_file() or ledger.is_symlink():
-        return set()
+    if kind != "file":
+        return set()  # a link or a folder as the ledger lists nothing we may touch
     try:
-        listed = json.loads(ledger.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        listed = json.loads(out.read(LEDGER, MAX_LEDGER_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         return set()
     files = set()
     for entry in listed if isinstance(listed, list) else []:
@@ -77,48 +86,81 @@ def _previous_files(out: Path) -> set[PurePosixPath]:
     return files
 
 
-def _problems(out: Path, files: Mapping[PurePosixPath, str], previous: set[PurePosixPath]) -> list[str]:
+def _problems(out: Folder, files: Mapping[PurePosixPath, str], previous: set[PurePosixPath]) -> list[str]:
+    """Everything in the way of writing ``files``, checked through the folder handle without following links."""
     problems = []
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        return [f"{out} exists and is not a folder"]
+    ledger = out.kind(LEDGER)
+    if ledger not in (None, "file"):
+        problems.append(f"{out.path / LEDGER} is {ledger}, not the ledger gpu-fabric render writes; move it away")
     for relative in sorted(files):
-        target = out.joinpath(*relative.parts)
-        for parent in list(reversed(relative.parents))[1:]:
-            folder = out.joinpath(*parent.parts)
-            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-                problems.append(f"{folder} is in the way (not a folder gpu-fabric can write into)")
-        if target.is_symlink() or (target.exists() and not (target.is_file() and (
-                relative in previous or _holds(target, files[relative])))):
-            problems.append(f"{target} exists and was not written by gpu-fabric render; move it away or choose another --out")
+        try:
+            folder = out.walk(relative)
+        except FileNotFoundError:
+            continue  # a folder on the way does not exist yet: nothing there to overwrite
+        except UnsafeFileError as error:
+            problems.append(f"{error} (in the way: not a folder gpu-fabric can write into)")
+            continue
+        with folder:
+            kind = folder.kind(relative.name)
+            target = out.path.joinpath(*relative.parts)
+            if kind not in (None, "file") or (kind == "file" and relative not in previous
+                                               and not _holds(folder, relative.name, files[relative])):
+                what = f" (it is {kind})" if kind not in (None, "file") else ""
+                problems.append(f"{target} exists and was not written by gpu-fabric render{what}; "
+                                "move it away or choose another --out")
     return sorted(set(problems))
 
 
-def _holds(target: Path, text: str) -> bool:
+def _holds(folder: Folder, name: str, text: str) -> bool:
     """The file already holds exactly ``text`` (rewriting it changes nothing; renders made before the ledger)."""
+    data = text.encode("utf-8")
     try:
-        return target.stat().st_size == len(text.encode("utf-8")) and target.read_text(encoding="utf-8") == text
-    except (OSError, UnicodeDecodeError):
+        return folder.read(name, len(data)) == data
+    except (OSError, UnsafeFileError):
         return False
 
 
+def _remove_stale(out: Folder, stale: PurePosixPath) -> None:
+    try:
+        folder = out.walk(stale)
+    except (FileNotFoundError, UnsafeFileError):
+        return  # gone, or a folder on its way was replaced by a link: nothing of ours to remove there
+    with folder:
+        folder.remove(stale.name)
+    for parent in stale.parents:
+        if not parent.parts:
+            break
+        try:
+            holder = out.walk(parent)
+        except (FileNotFoundError, UnsafeFileError):
+            return
+        with holder:
+            if not holder.remove_empty(parent.name):
+                return
+
+
 def write_output(out: Path, files: Mapping[str, str]) -> None:
-    """Write ``files`` (relative path -> text) under ``out`` as described above; all-or-nothing checks first."""
+    """Write ``files`` (relative path -> text) under ``out`` as described above; all-or-nothing checks first.
+
+    Every file operation goes through a handle on ``out`` and its sub-folders
+    (:mod:`gpu_fabric.config.safe_files`): no symbolic link is followed, not even one planted after
+    the checks, and each file is replaced by renaming an exclusively created temporary file.
+    """
     planned = {safe_relative_path(path): text for path, text in files.items()}
-    previous = _previous_files(out)
-    problems = _problems(out, planned, previous)
-    if problems:
-        raise OutputError("; ".join(problems))
-    for stale in sorted(previous - set(planned), reverse=True):
-        target = out.joinpath(*stale.parts)
-        if target.is_file() and not target.is_symlink():
-            target.unlink()
-        for parent in stale.parents:
-            folder = out.joinpath(*parent.parts)
-            if parent.parts and folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
-                folder.rmdir()
-    out.mkdir(parents=True, exist_ok=True)
-    for relative, text in sorted(planned.items()):
-        target = out.joinpath(*relative.parts)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    (out / LEDGER).write_text(json.dumps(sorted(str(p) for p in planned), indent=1) + "\n", encoding="utf-8")
+    out = Path(out)
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise OutputError(f"{out} exists and is not a folder")
+    try:
+        with Folder.open(out, create=True) as folder:
+            previous = _previous_files(folder)
+            problems = _problems(folder, planned, previous)
+            if problems:
+                raise OutputError("; ".join(problems))
+            for stale in sorted(previous - set(planned), reverse=True):
+                _remove_stale(folder, stale)
+            for relative, text in sorted(planned.items()):
+                with folder.walk(relative, create=True) as parent:
+                    parent.write(relative.name, text.encode("utf-8"))
+            folder.write(LEDGER, (json.dumps(sorted(str(p) for p in planned), indent=1) + "\n").encode("utf-8"))
+    except UnsafeFileError as error:
+        raise OutputError(str(error)) from None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_command
+from gpu_fabric.verify.api import DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOTAL_TIMEOUT  # stdlib only
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,6 +44,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--record", type=Path, metavar="DIR", help="also save the raw API responses to DIR")
     source.add_argument("--replay", type=Path, metavar="DIR", help="read the API responses from DIR instead of a cluster")
     parser.add_argument("--workers", type=int, default=32, metavar="N", help="concurrent kubelet configz reads (default 32)")
+    parser.add_argument("--request-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT, metavar="SECONDS",
+                        help="longest one API request may take, connecting to last byte "
+                             f"(default {DEFAULT_REQUEST_TIMEOUT:g})")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TOTAL_TIMEOUT, metavar="SECONDS",
+                        help=f"longest the whole run may spend reading the cluster (default {DEFAULT_TOTAL_TIMEOUT:g})")
+    parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
+                        help=f"largest API answer read (default {DEFAULT_MAX_BODY_BYTES // 2**20} MiB)")
     parser.set_defaults(func=run)
 
 
@@ -54,7 +62,7 @@ def _refuse(message: str) -> int:
 def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dict[str, Any]]]:
     """Render and validate the stack; return (expectations, validated config, raw stack values) or ``None``."""
     from gpu_fabric.cli.render import render_or_report
-    from gpu_fabric.program.render import load_stack_config
+    from gpu_fabric.program.render import load_stack_config, offline_values
     from gpu_fabric.config.fabric import CONFIG_NAMESPACE
     from gpu_fabric.validation.configuration import load_config
     from gpu_fabric.verify.expectations import stack_expectations
@@ -62,7 +70,7 @@ def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dic
     result = render_or_report(stack, project)  # the whole configuration, validated as `pulumi up` would
     if isinstance(result, int):  # reported; a stack that does not render cannot be verified (exit 2)
         return None
-    values = load_stack_config(project, stack)
+    values = offline_values(load_stack_config(project, stack))  # secure: values as "[secret]", as render has them
     prefix = f"{CONFIG_NAMESPACE}:"
     config = load_config({key[len(prefix):]: value for key, value in values.items() if key.startswith(prefix)})
     return stack_expectations(stack, config, result.kubernetes_objects()), config, values
@@ -70,7 +78,8 @@ def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dic
 
 def run(args: argparse.Namespace) -> int:
     """Validate, read the cluster (or a recording), compare, print; exit 0, 1 or 2."""
-    from gpu_fabric.verify.api import ClusterUnavailable, RecordingError, RecordingTransport, ReplayTransport
+    from gpu_fabric.verify.api import ClusterUnavailable, Deadline, Limits, RecordingError, mask_credentials
+    from gpu_fabric.verify.recording import RecordingTransport, ReplayTransport
     from gpu_fabric.verify.checks import PASS, verify
     from gpu_fabric.verify.collect import collect
     from gpu_fabric.verify.nccl import FabricPlan, NcclLogError, judge_files
@@ -81,6 +90,13 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
     if args.workers < 1:
         return _refuse("--workers must be at least 1")
+    for flag, value in (("--request-timeout", args.request_timeout), ("--timeout", args.timeout)):
+        if not value > 0 or value == float("inf"):
+            return _refuse(f"{flag} must be a positive number of seconds, not {value:g}")
+    if args.max_body_bytes < 1024:
+        return _refuse("--max-body-bytes must be at least 1024")
+    limits = Limits(request_timeout=args.request_timeout, total_timeout=args.timeout,
+                    max_body_bytes=args.max_body_bytes)
     loaded = load_expectations(args.stack, args.project)
     if loaded is None:
         return EXIT_USAGE
@@ -93,13 +109,13 @@ def run(args: argparse.Namespace) -> int:
     transport: Any = None
     try:
         if args.replay is not None:
-            transport = ReplayTransport(args.replay)
+            transport = ReplayTransport(args.replay, limits)
             target = f"recording {args.replay} of {transport.host}"
         else:
             from gpu_fabric.verify.target import connect
 
             transport, target = connect(config, values, kubeconfig=args.kubeconfig, context=args.context,
-                                        workers=args.workers)
+                                        workers=args.workers, limits=limits, deadline=Deadline(args.timeout))
             if args.record is not None:
                 transport = RecordingTransport(transport, args.record)
         snapshot = collect(transport, expectations, workers=args.workers)
@@ -116,8 +132,15 @@ def run(args: argparse.Namespace) -> int:
     except RecordingError as error:
         return _refuse(str(error))
     except Exception as error:  # noqa: BLE001 - a client or plugin failure is a reason to print, not a traceback
+        # collect() names the request, object and server of every failure it sees; this is the rest
+        # (connecting, saving), said with the server the run was reading.
         lines = str(error).strip().splitlines()
-        return _refuse(f"reading the cluster failed: {type(error).__name__}" + (f": {lines[0]}" if lines else ""))
+        server = getattr(transport, "host", None) or "the cluster"
+        return _refuse(f"reading the cluster at {server} failed: {type(error).__name__}"
+                       + (f": {mask_credentials(lines[0])[:200]}" if lines else ""))
+    finally:
+        if isinstance(transport, ReplayTransport):
+            transport.close()
 
     report = verify(expectations, snapshot, target)
     report.logs.extend(verdicts)

@@ -20,7 +20,11 @@ _DECIMAL_SUFFIXES = {
 # "No matter which of the three exponent forms is used, no quantity may represent a number greater
 # than 2^63-1 in magnitude" (k8s.io/apimachinery/pkg/api/resource/quantity.go, type Quantity).
 MAX_QUANTITY = Decimal(2**63 - 1)
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
+# Kubernetes' grammar (the same file, the comment on type Quantity, and parseQuantityString, which
+# scans only the bytes '0'..'9'): ASCII digits only. Python's ``\d`` and ``Decimal()`` would also take
+# Arabic-Indic or full-width digits, which the API server refuses -- hence ``[0-9]`` and ``fullmatch``
+#.
+_QUANTITY = re.compile(r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)")
 
 
 class QuantityError(ValueError):
@@ -39,7 +43,8 @@ def parse_quantity(value: object) -> Decimal:
         return _bounded(value, Decimal(repr(value)))
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
-    match = _QUANTITY.match(value.strip())
+    # ``Quantity.UnmarshalJSON`` trims surrounding white space (strings.TrimSpace) before parsing.
+    match = _QUANTITY.fullmatch(value.strip())
     if not match:
         raise QuantityError(f"{value!r} is not a quantity (examples: 2, \"2\", \"8Gi\", \"500m\")")
     number, exponent, suffix = match.groups()

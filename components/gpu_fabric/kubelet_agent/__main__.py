@@ -24,13 +24,21 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 from .cluster import SERVICE_ACCOUNT_DIR, ClusterApi, KubeletConfigz, RestartLease, node_is_cordoned
 from .errors import AgentError
-from .kubelet import HostFiles, KubeletProcess, atomic_write
-from .reconcile import Agent, kubelet_certificate
+from .host_files import HostFiles, atomic_write
+from .kubelet import KubeletProcess
+from .reconcile import Agent, Status, kubelet_certificate
 from .systemd import SystemdBus
+
+
+def _settings(path: Path) -> Dict[str, Any]:
+    desired = json.loads(path.read_bytes())
+    if not isinstance(desired, dict):
+        raise ValueError(f"{path} must hold a JSON object of KubeletConfiguration keys")
+    return desired
 
 
 def agent_from_environment() -> Agent:
@@ -56,7 +64,7 @@ def agent_from_environment() -> Agent:
         files=files,
         dropin_name=dropin_name,
         dropin=(settings_dir / dropin_name).read_bytes(),
-        desired=json.loads((settings_dir / "topology.json").read_text()),
+        desired=_settings(settings_dir / "topology.json"),
         services=SystemdBus(environment.get("SYSTEMD_SOCKET", "/run/systemd/private")),
         lease=RestartLease(api, environment["POD_NAMESPACE"], environment["LEASE_NAME"], node),
         configz=configz,
@@ -65,31 +73,67 @@ def agent_from_environment() -> Agent:
     )
 
 
+def publish(status_file: Path, status: Status, log: Callable[[str], None]) -> None:
+    """Write the status the readiness probe reads; a status file that cannot be written is said, not fatal
+    (the probe then finds no fresh status and the pod stays not Ready -- running, never crash-looping)."""
+    try:
+        atomic_write(status_file, json.dumps({"ready": status.ready, "message": status.message}).encode())
+    except AgentError as error:
+        log(f"not ready: cannot publish the status ({error})")
+
+
+def serve(status_file: Path, make_agent: Callable[[], Agent], interval: float,
+          sleep: Callable[[float], None] = time.sleep, log: Callable[[str], None] = lambda line: print(line, flush=True),
+          passes: Optional[int] = None) -> None:
+    """Reconcile every ``interval`` seconds (5 while not Ready), publishing each status; ``passes`` bounds it (tests).
+
+    Nothing here ends the process: settings that cannot be read, or a pass that fails, become a
+    not-Ready status with the reason, and the loop goes on.
+    """
+    agent: Optional[Agent] = None
+    last = ""
+    done = 0
+    while passes is None or done < passes:
+        done += 1
+        if agent is None:
+            try:
+                agent = make_agent()
+            except Exception as error:  # noqa: BLE001 - a status to publish, never a crash loop
+                status = Status(False, f"cannot read the agent's settings: {type(error).__name__}: {error}; nothing was changed")
+        if agent is not None:
+            status = agent.reconcile()
+        publish(status_file, status, log)
+        if status.message != last:
+            log(("ready: " if status.ready else "not ready: ") + status.message)
+            last = status.message
+        if passes is None or done < passes:
+            sleep(interval if status.ready else min(interval, 5.0))
+
+
 def main(argv: Sequence[str]) -> int:
     """``run``: reconcile forever, publishing the status; ``probe``: exit 0 only when the last status was ready."""
     status_file = Path(os.environ.get("STATUS_FILE", "/run/gpu-fabric/status.json"))
     command = argv[1] if len(argv) > 1 else "run"
     if command == "probe":
         try:
-            status = json.loads(status_file.read_text())
-        except (OSError, ValueError):
+            status = json.loads(status_file.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            print("no status yet")
+            return 1
+        if not isinstance(status, dict):
             print("no status yet")
             return 1
         print(status.get("message", ""))
-        return 0 if status.get("ready") else 1
+        return 0 if status.get("ready") is True else 1
     if command != "run":
         print(f"usage: {argv[0]} run|probe", file=sys.stderr)
         return 2
-    agent = agent_from_environment()
-    interval = float(os.environ.get("INTERVAL_SECONDS", "30"))
-    last = ""
-    while True:
-        status = agent.reconcile()
-        atomic_write(status_file, json.dumps({"ready": status.ready, "message": status.message}).encode())
-        if status.message != last:
-            print(("ready: " if status.ready else "not ready: ") + status.message, flush=True)
-            last = status.message
-        time.sleep(interval if status.ready else min(interval, 5.0))
+    try:
+        interval = float(os.environ.get("INTERVAL_SECONDS", "30"))
+    except ValueError:
+        interval = 30.0
+    serve(status_file, agent_from_environment, interval if interval > 0 else 30.0)
+    return 0
 
 
 if __name__ == "__main__":

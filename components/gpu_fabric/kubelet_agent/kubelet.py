@@ -1,4 +1,4 @@
-"""This node's kubelet as the agent sees it: its process in ``/proc`` and its files through the host mounts."""
+"""This node's kubelet as the agent sees it: its process in ``/proc`` and the flags on its command line."""
 
 import os
 from dataclasses import dataclass
@@ -18,9 +18,6 @@ TOPOLOGY_FLAGS = (
 )
 CPU_MANAGER_STATE_FILE = "cpu_manager_state"
 DEFAULT_ROOT_DIR = "/var/lib/kubelet"
-
-
-# -- the running kubelet -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -64,7 +61,7 @@ def find_kubelet(proc: Path) -> KubeletProcess:
         if not entry.name.isdigit():
             continue
         try:
-            comm = (entry / "comm").read_text().strip()
+            comm = (entry / "comm").read_bytes().decode("utf-8", "replace").strip()
             raw = (entry / "cmdline").read_bytes()
         except OSError:
             continue  # the process ended while we looked
@@ -97,45 +94,3 @@ def find_kubelet(proc: Path) -> KubeletProcess:
         cert_dir=flags.get("cert-dir") or os.path.join(root_dir, "pki"),
         topology_flags=tuple(sorted(f"--{name}" for name in TOPOLOGY_FLAGS if name in flags)),
     )
-
-
-# -- the host filesystem, as far as it is mounted -----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HostFiles:
-    """Host directories mounted under ``root`` at their own path (``/etc/kubernetes`` -> ``/host/etc/kubernetes``)."""
-
-    root: Path
-    mounted: Tuple[str, ...]
-
-    def path(self, host_path: str) -> Path:
-        """The container path of ``host_path``; :class:`AgentError` when no mounted directory holds it."""
-        normal = os.path.normpath(host_path)
-        if not os.path.isabs(normal):
-            raise AgentError(f"{host_path!r} is not an absolute path")
-        for directory in self.mounted:
-            if normal == directory or normal.startswith(directory.rstrip("/") + "/"):
-                return self.root / normal.lstrip("/")
-        raise AgentError(
-            f"{normal} is outside the host directories mounted into the agent ({', '.join(self.mounted)}); "
-            "add its directory to the pool's topologyAgent.hostPaths; nothing was changed"
-        )
-
-
-def atomic_write(target: Path, content: bytes) -> None:
-    """Replace ``target`` with ``content`` in one rename: a reader sees the old file or the new one."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.gpu-fabric.tmp")
-    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
-    with open(temporary, "wb") as handle:
-        handle.write(content)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.chmod(temporary, mode)
-    os.replace(temporary, target)
-    directory = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

@@ -134,6 +134,12 @@ def merge_config_text(text: str, desired: Dict[str, Any]) -> Optional[str]:
             document = json.loads(text)
         except ValueError as error:
             raise AgentError(f"the kubelet config file is not valid JSON ({error}); nothing was changed") from None
+        except RecursionError:
+            raise AgentError("the kubelet config file nests JSON too deeply to be a KubeletConfiguration; "
+                             "nothing was changed") from None
+        if not isinstance(document, dict):
+            raise AgentError("the kubelet config file is JSON but not an object (a KubeletConfiguration); "
+                             "nothing was changed")
         if running_topology(document) == wanted:
             return None
         for key in TOPOLOGY_KEYS:

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
-from . import kubelet as kubelet_files
 from .errors import AgentError
-from .kubelet import CPU_MANAGER_STATE_FILE, HostFiles, KubeletProcess, find_kubelet
+from .host_files import HostFiles
+from .kubelet import CPU_MANAGER_STATE_FILE, KubeletProcess, find_kubelet
 from .kubelet_config import TOPOLOGY_KEYS, merge_config_text, running_topology
 
 BACKUP_SUFFIX = ".gpu-fabric.bak"
@@ -29,9 +29,25 @@ class Plan:
     mode: str
     """``drop-in`` or ``config-file``."""
     host_path: str
-    target: Path
+    """The file on the host, every symbolic link resolved inside the mounted directories."""
     content: Optional[bytes]
-    backup: Optional[Path]
+    previous: Optional[bytes] = None
+    """What the file holds now (``None``: absent): restored when a change fails half-way."""
+    backup: Optional[str] = None
+    """Host path of the backup kept of a merged config file."""
+
+    @property
+    def pending(self) -> str:
+        """Host path of the marker written before a change and removed once /configz agrees."""
+        return self.host_path + PENDING_SUFFIX
+
+
+def _config_text(data: bytes, host_path: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise AgentError(f"{host_path} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}); "
+                         "edit it by hand; nothing was changed") from None
 
 
 def make_plan(kubelet: KubeletProcess, files: HostFiles, dropin_name: str, dropin: bytes, desired: Dict[str, Any]) -> Plan:
@@ -41,16 +57,15 @@ def make_plan(kubelet: KubeletProcess, files: HostFiles, dropin_name: str, dropi
             f"the kubelet (pid {kubelet.pid}) sets {', '.join(kubelet.topology_flags)} on its command line, which overrides "
             "every config file; remove the flag from its unit, then the agent applies the pool's settings; nothing was changed")
     if kubelet.config_dir:
-        host_path = os.path.join(kubelet.config_dir, dropin_name)
-        target = files.path(host_path)
-        current = target.read_bytes() if target.exists() else None
-        return Plan("drop-in", host_path, target, None if current == dropin else dropin, None)
-    target = files.path(kubelet.config)
-    if not target.exists():
+        host_path = files.resolve(os.path.join(kubelet.config_dir, dropin_name))
+        current = files.read(host_path)
+        return Plan("drop-in", host_path, None if current == dropin else dropin, current)
+    host_path = files.resolve(kubelet.config)
+    data = files.read(host_path)
+    if data is None:
         raise AgentError(f"the kubelet's --config file {kubelet.config} does not exist; nothing was changed")
-    merged = merge_config_text(target.read_text(), desired)
-    backup = target.with_name(target.name + BACKUP_SUFFIX)
-    return Plan("config-file", kubelet.config, target, None if merged is None else merged.encode(), backup)
+    merged = merge_config_text(_config_text(data, host_path), desired)
+    return Plan("config-file", host_path, None if merged is None else merged.encode(), data, host_path + BACKUP_SUFFIX)
 
 
 # -- the agent ---------------------------------------------------------------------------------------
@@ -86,59 +101,143 @@ class Agent:
     log: Callable[[str], None] = field(default=lambda line: print(line, flush=True))
 
     def reconcile(self) -> Status:
-        """One pass: identify, plan, change (only if needed, under the lease), then compare /configz."""
+        """One pass: identify, plan, change (only if needed, under the lease), then compare /configz.
+
+        Never raises: every reason not to go on -- including one nobody foresaw -- becomes a not-Ready
+        status with the reason, so the pod keeps running and says why instead of crash-looping.
+        """
         try:
-            kubelet = find_kubelet(self.proc)
-            plan = make_plan(kubelet, self.files, self.dropin_name, self.dropin, self.desired)
+            return self._reconcile()
         except AgentError as error:
             return Status(False, str(error))
-        pending = plan.target.with_name(plan.target.name + PENDING_SUFFIX)
+        except Exception as error:  # noqa: BLE001 - a status to publish, never a crash loop on a node
+            return Status(False, f"unexpected {type(error).__name__}: {error}; the agent stopped this pass")
+
+    def _reconcile(self) -> Status:
+        kubelet = find_kubelet(self.proc)
+        plan = make_plan(kubelet, self.files, self.dropin_name, self.dropin, self.desired)
         changed = False
         # A pending marker naming the running kubelet means the file was written but the restart never
         # happened (the pod died in between); a marker naming another pid means it did: only wait then.
-        if plan.content is not None or _marker_pid(pending) == kubelet.pid:
-            try:
-                outcome = self._apply(kubelet, plan, pending)
-            except AgentError as error:
-                return Status(False, str(error))
+        if plan.content is not None or _marker_pid(self.files, plan.pending) == kubelet.pid:
+            outcome = self._apply(kubelet, plan)
             if outcome is not None:
                 return outcome
             changed = True
             kubelet = self._wait_for_new_kubelet(kubelet.pid) or kubelet
-        return self._check(kubelet, pending, changed)
+        return self._check(kubelet, plan.pending, changed)
 
-    def _apply(self, kubelet: KubeletProcess, plan: Plan, pending: Path) -> Optional[Status]:
-        state_file = self.files.path(os.path.join(kubelet.root_dir, CPU_MANAGER_STATE_FILE))
-        cpu_policy_changes = state_file.exists() and _state_policy(state_file) != self.desired.get("cpuManagerPolicy", "none")
+    def _refuse_odd_files(self, plan: Plan, state_file: str) -> None:
+        # Checked before the lease, before stopping anything: a directory, FIFO or device where a file
+        # belongs would otherwise fail half-way through the change.
+        # The marker and the backup are the agent's own files: not even a link inside the mounts is
+        # followed there (a link to the kubelet's kubeconfig would have it overwritten).
+        own = [plan.pending] + ([plan.backup] if plan.backup else [])
+        for host_path, follow in [(plan.host_path, True), (state_file, True), *((path, False) for path in own)]:
+            kind = self.files.kind(host_path, follow=follow)
+            if kind not in (None, "file"):
+                raise AgentError(f"{host_path} is {kind} where the agent expects a regular file (or nothing); "
+                                 "remove it; nothing was changed")
+
+    def _apply(self, kubelet: KubeletProcess, plan: Plan) -> Optional[Status]:
+        files = self.files
+        state_file = files.resolve(os.path.join(kubelet.root_dir, CPU_MANAGER_STATE_FILE))
+        self._refuse_odd_files(plan, state_file)
+        state = files.read(state_file)
+        current_policy = _state_policy(state) if state is not None else None
+        wanted_policy = self.desired.get("cpuManagerPolicy", "none")
+        cpu_policy_changes = current_policy is not None and current_policy != wanted_policy
         if cpu_policy_changes and not self.cordoned():
             return Status(False, (
-                f"the CPU manager policy changes from {_state_policy(state_file)!r} to {self.desired.get('cpuManagerPolicy')!r}: "
+                f"the CPU manager policy changes from {current_policy!r} to {self.desired.get('cpuManagerPolicy')!r}: "
                 "cordon and drain this node first (kubectl drain --ignore-daemonsets), as the kubelet documentation "
                 "requires; nothing was changed"))
         if not self.lease.acquire():
             return Status(False, f"waiting for the restart lease, held by {self.lease.holder_now() or 'another node'}; nothing was changed yet")
-        kubelet_files.atomic_write(pending, str(kubelet.pid).encode())
+        try:
+            files.write(plan.pending, str(kubelet.pid).encode(), follow=False)
+        except AgentError:
+            self.lease.release()
+            raise
         if cpu_policy_changes:
             # kubelet docs, "Changing the CPU Manager Policy": stop the kubelet, remove the state file,
             # change the policy, start the kubelet (a stale state file makes the kubelet crash-loop).
-            self.services.stop(self.unit)
-            self._wait_for_stop()
-            state_file.unlink()
-            self._write(plan)
-            self.services.start(self.unit)
-            self.log(f"stopped {self.unit}, removed {state_file.name}, wrote {plan.host_path} ({plan.mode}), started {self.unit}")
+            # Any failure once the stop is asked for puts the previous files back and starts the
+            # kubelet again: the agent never leaves a node without its kubelet.
+            written = False
+            try:
+                self.services.stop(self.unit)
+                self._wait_for_stop()
+                files.remove(state_file)
+                written = True  # from here on the config file may be half-way: restore it on failure
+                self._write(plan)
+                self.services.start(self.unit)
+            except Exception as error:  # noqa: BLE001 - whatever failed, the kubelet must run again
+                return self._roll_back(plan, state_file, state, written, error)
+            self.log(f"stopped {self.unit}, removed {os.path.basename(state_file)}, wrote {plan.host_path} ({plan.mode}), "
+                     f"started {self.unit}")
         else:
-            self._write(plan)
-            self.services.restart(self.unit)
+            try:
+                self._write(plan)
+            except AgentError:
+                self._forget(plan)
+                raise
+            try:
+                self.services.restart(self.unit)
+            except Exception as error:  # noqa: BLE001 - the old kubelet still runs: put its file back
+                return self._roll_back(plan, state_file, None, True, error, restart=False)
             self.log(f"wrote {plan.host_path} ({plan.mode}) and restarted {self.unit}")
         return None
+
+    def _forget(self, plan: Plan) -> None:
+        """Nothing is pending any more: drop the marker and hand the Lease on (best effort: it also expires)."""
+        try:
+            self.files.remove(plan.pending, follow=False)
+        except AgentError as error:
+            self.log(f"cannot remove {plan.pending}: {error}")
+        try:
+            self.lease.release()
+        except AgentError as error:
+            self.log(f"cannot release the restart lease (it expires by itself): {error}")
+
+    def _roll_back(self, plan: Plan, state_file: str, state: Optional[bytes], written: bool, error: BaseException,
+                   restart: bool = True) -> Status:
+        """Put the previous configuration (and CPU manager state) back and make sure the kubelet runs."""
+        problems = []
+        if written and plan.content is not None:
+            try:
+                if plan.previous is None:
+                    self.files.remove(plan.host_path)
+                else:
+                    self.files.write(plan.host_path, plan.previous)
+            except AgentError as restore_error:
+                problems.append(f"restoring {plan.host_path} failed: {restore_error}")
+        if state is not None:
+            try:
+                if self.files.kind(state_file) is None:
+                    self.files.write(state_file, state)
+            except AgentError as restore_error:
+                problems.append(f"restoring {state_file} failed: {restore_error}")
+        if restart:
+            try:
+                self.services.start(self.unit)
+            except Exception as start_error:  # noqa: BLE001 - said in the status, loudly
+                problems.append(f"starting {self.unit} again failed too ({start_error}): THE KUBELET MAY BE STOPPED, "
+                                f"start it by hand (systemctl start {self.unit})")
+        self._forget(plan)
+        what = "started it again with the previous configuration" if restart else "put the previous configuration back"
+        message = f"changing the kubelet configuration failed ({error}); {what}"
+        if problems:
+            message += "; " + "; ".join(problems)
+        self.log(message)
+        return Status(False, message)
 
     def _write(self, plan: Plan) -> None:
         if plan.content is None:
             return  # an earlier pass wrote it; only the restart was left
-        if plan.backup is not None and plan.target.exists():
-            kubelet_files.atomic_write(plan.backup, plan.target.read_bytes())
-        kubelet_files.atomic_write(plan.target, plan.content)
+        if plan.backup is not None and plan.previous is not None:
+            self.files.write(plan.backup, plan.previous, follow=False)
+        self.files.write(plan.host_path, plan.content)
 
     def _wait_for_stop(self) -> None:
         waited = 0.0
@@ -149,8 +248,7 @@ class Agent:
                 return
             self.sleep(1.0)
             waited += 1.0
-        self.services.start(self.unit)
-        raise AgentError(f"{self.unit} did not stop within {self.stop_timeout:.0f}s; started it again, nothing was changed")
+        raise AgentError(f"{self.unit} did not stop within {self.stop_timeout:.0f}s")
 
     def _wait_for_new_kubelet(self, old_pid: int) -> Optional[KubeletProcess]:
         # systemd runs the queued job asynchronously: until the pid changes, the old kubelet answers.
@@ -164,21 +262,21 @@ class Agent:
             self.sleep(1.0)
         return None
 
-    def _check(self, kubelet: KubeletProcess, pending: Path, changed: bool) -> Status:
+    def _check(self, kubelet: KubeletProcess, pending: str, changed: bool) -> Status:
         wanted = running_topology(self.desired)
-        if _marker_pid(pending) == kubelet.pid:
+        if _marker_pid(self.files, pending) == kubelet.pid:
             self.lease.acquire()  # renew: this node's restart is still queued
             return Status(False, f"waiting for systemd to restart {self.unit} (pid {kubelet.pid} still runs)", changed)
         try:
             running = running_topology(self.configz(kubelet))
         except AgentError as error:
-            if pending.exists():
+            if self.files.kind(pending, follow=False) is not None:
                 self.lease.acquire()  # renew while this node's kubelet comes back
             return Status(False, str(error), changed)
         # /configz answers only once the restarted kubelet has loaded its files: what it shows now is
         # what this node runs with, so the restart is over either way and the next node may go.
-        if pending.exists():
-            pending.unlink()
+        if self.files.kind(pending, follow=False) is not None:
+            self.files.remove(pending, follow=False)
             self.lease.release()
         differing = {key: running[key] for key in TOPOLOGY_KEYS if running[key] != wanted[key]}
         if not differing:
@@ -189,18 +287,24 @@ class Agent:
             "not restarting again"), changed)
 
 
-def _marker_pid(marker: Path) -> Optional[int]:
+def _marker_pid(files: HostFiles, marker: str) -> Optional[int]:
+    data = files.read(marker, limit=64, follow=False)
+    if data is None:
+        return None
     try:
-        return int(marker.read_text().strip())
-    except (OSError, ValueError):
+        return int(data.decode("ascii").strip())
+    except ValueError:
         return None
 
 
-def _state_policy(state_file: Path) -> str:
+def _state_policy(state: bytes) -> str:
     try:
-        return str(json.loads(state_file.read_text()).get("policyName") or "none")
-    except (OSError, ValueError):
+        document = json.loads(state)
+    except (ValueError, RecursionError):
         return "unreadable"
+    if not isinstance(document, dict):
+        return "unreadable"
+    return str(document.get("policyName") or "none")
 
 
 def kubelet_certificate(kubelet: KubeletProcess, files: HostFiles) -> Optional[bytes]:
@@ -208,7 +312,9 @@ def kubelet_certificate(kubelet: KubeletProcess, files: HostFiles) -> Optional[b
     candidates = [kubelet.tls_cert_file] if kubelet.tls_cert_file else [os.path.join(kubelet.cert_dir, "kubelet.crt")]
     for host_path in candidates:
         try:
-            return files.path(host_path).read_bytes()
-        except (AgentError, OSError):
+            found = files.read(host_path, limit=1 << 20)
+        except AgentError:
             continue
+        if found is not None:
+            return found
     return None

@@ -185,6 +185,12 @@ def _secure_values(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
+def offline_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The stack file's values as an offline run (render, check, verify) sees them: every ``secure:``
+    leaf as :data:`SECRET_PLACEHOLDER`, so no ciphertext reaches validation or its messages."""
+    return {key: _secure_values(value)[0] for key, value in values.items()}
+
+
 def _alias_urns(request: Any, stack: str, project: str) -> tuple[str, ...]:
     """The URNs of a registration's aliases: given ones as they are, specs completed from the resource."""
     from gpu_fabric.program.urn import engine_urn
@@ -249,8 +255,12 @@ def render_stack(
 
 
 # Provider SDKs fill unset inputs from these (pulumi-kubernetes: KUBECONFIG, PULUMI_K8S_*; pulumi-aws:
-# AWS_REGION for aws.config.region), so a render would change with the shell it runs in.
-_AMBIENT_PREFIXES = ("PULUMI_K8S_", "KUBECONFIG", "KUBERNETES_", "AWS_")
+# AWS_REGION for aws.config.region), so a render would change with the shell it runs in. And
+# pulumi.runtime.config.get_config falls back to PULUMI_CONFIG_<KEY> and the PULUMI_CONFIG bag for a
+# key the stack file lacks -- while the secret keys come from set_all_config alone, so a value from
+# PULUMI_CONFIG listed in PULUMI_CONFIG_SECRET_KEYS would be read as plain text and written out.
+# An offline run reads the stack file only: PULUMI_CONFIG* is hidden like the providers' variables.
+_AMBIENT_PREFIXES = ("PULUMI_K8S_", "KUBECONFIG", "KUBERNETES_", "AWS_", "PULUMI_CONFIG")
 
 
 @contextlib.contextmanager

@@ -3,6 +3,10 @@
 Requests, in order: API discovery for every group/version the stack registers objects in (a
 missing CRD stops here, before anything else is judged); the node list, once, in pages of 500;
 then, concurrently, each pool node's kubelet ``/configz`` and each registered object.
+
+Every answer is read through :mod:`gpu_fabric.verify.answers` (a wrong type is a refusal naming
+the object, the field and the server), a ``continue`` token the server repeats stops the listing,
+and whatever else goes wrong while reading says which request, which object and which server.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Optional
 from urllib.parse import quote, urlencode
 
-from gpu_fabric.verify.api import ClusterUnavailable, Response, Transport, refuse_credential
+from gpu_fabric.verify import answers
+from gpu_fabric.verify.api import ClusterUnavailable, RecordingError, Response, Transport, refuse_credential
 from gpu_fabric.verify.checks import node_name, pool_members
 from gpu_fabric.verify.expectations import ObjectRef, StackExpectations
 from gpu_fabric.verify.snapshot import ClusterSnapshot, KubeletConfigResult
@@ -30,11 +35,28 @@ class MissingApi(ClusterUnavailable):
     """The cluster does not serve a group/version or kind the stack registers (a CRD is not installed)."""
 
 
-def _ok(path: str, response: Response, what: str) -> Any:
+def server_of(transport: Transport) -> str:
+    """The server a transport reads, for messages."""
+    return str(getattr(transport, "host", "") or "the API server")
+
+
+def fetch(transport: Transport, path: str, what: str) -> Response:
+    """``GET path``; any failure other than the transport's own reasons names ``what``, the path and the server."""
+    try:
+        return transport.get(path)
+    except (ClusterUnavailable, RecordingError):
+        raise
+    except Exception as error:  # noqa: BLE001 - a client or plugin failure is a reason to print, not a traceback
+        lines = str(error).strip().splitlines()
+        raise ClusterUnavailable(f"reading {what} (GET {path}) from {server_of(transport)} failed: "
+                                 f"{type(error).__name__}" + (f": {lines[0][:200]}" if lines else "")) from None
+
+
+def _ok(transport: Transport, path: str, response: Response, what: str) -> Any:
     refuse_credential(path, response)
     if response.status != 200:
-        raise ClusterUnavailable(f"{what}: GET {path} answered {response.reason()}")
-    return response.json(f"{what} (GET {path})")
+        raise ClusterUnavailable(f"{what}: GET {path} from {server_of(transport)} answered {response.reason()}")
+    return response.json(f"{what} (GET {path} from {server_of(transport)})")
 
 
 def discovery_path(group: str, version: str) -> str:
@@ -51,15 +73,15 @@ def discover(transport: Transport, refs: Iterable[ObjectRef]) -> dict[tuple[str,
     for api_version in sorted(wanted):
         group, _, version = api_version.rpartition("/")
         path = discovery_path(group, version)
-        response = transport.get(path)
+        response = fetch(transport, path, f"discovery of {api_version}")
         kinds = ", ".join(sorted(wanted[api_version]))
         if response.status == 404:
             provider = API_PROVIDERS.get(group)
             hint = f" (is {provider} installed?)" if provider else ""
             raise MissingApi(f"the cluster does not serve {api_version}{hint}, so the stack's {kinds} cannot exist")
-        listing = _ok(path, response, f"discovery of {api_version}")
-        served = {item.get("kind"): item for item in listing.get("resources") or []
-                  if isinstance(item, dict) and "/" not in str(item.get("name", ""))}
+        listing = _ok(transport, path, response, f"discovery of {api_version}")
+        reader = answers.Reader(server_of(transport), f"GET {path}", f"the resource list of {api_version}")
+        served = answers.read_resource_list(reader, listing)
         for kind in sorted(wanted[api_version]):
             item = served.get(kind)
             if item is None:
@@ -75,24 +97,32 @@ def object_path(ref: ObjectRef, plural: str, namespaced: bool) -> str:
     group, version = ref.group_version
     # A namespaced object registered without a namespace lands in "default" (Pulumi and kubectl alike).
     scope = f"/namespaces/{quote(ref.namespace or 'default')}" if namespaced else ""
-    return f"{discovery_path(group, version)}{scope}/{plural}/{quote(ref.name)}"
+    return f"{discovery_path(group, version)}{scope}/{quote(plural)}/{quote(ref.name)}"
 
 
 def list_nodes(transport: Transport) -> list[dict[str, Any]]:
-    """Every node, following ``continue`` tokens (one logical list, pages of :data:`NODE_PAGE_SIZE`)."""
+    """Every node, following ``continue`` tokens (one logical list, pages of :data:`NODE_PAGE_SIZE`).
+
+    A token the server already sent would list the same pages forever: the listing stops with a
+    refusal naming the server and the token.
+    """
     nodes: list[dict[str, Any]] = []
     token = ""
+    seen: set[str] = set()
     while True:
         query = {"limit": NODE_PAGE_SIZE, **({"continue": token} if token else {})}
         path = f"/api/v1/nodes?{urlencode(query)}"
-        page = _ok(path, transport.get(path), "listing nodes")
-        items = page.get("items") if isinstance(page, dict) else None
-        if not isinstance(items, list):
-            raise ClusterUnavailable(f"listing nodes: GET {path} returned no item list")
-        nodes.extend(item for item in items if isinstance(item, dict))
-        token = str((page.get("metadata") or {}).get("continue") or "")
+        page = _ok(transport, path, fetch(transport, path, "the node list"), "listing nodes")
+        reader = answers.Reader(server_of(transport), f"GET {path}", "the node list")
+        items, token = answers.read_node_page(reader, page)
+        nodes.extend(items)
         if not token:
             return nodes
+        if token in seen:
+            raise answers.MalformedAnswer(
+                f"{server_of(transport)} sent the node list's continue token {token[:60]!r} a second time "
+                f"(after {len(seen) + 1} pages, {len(nodes)} nodes): its pages would repeat forever; stopped listing")
+        seen.add(token)
 
 
 def configz_path(node: str) -> str:
@@ -103,7 +133,7 @@ def configz_path(node: str) -> str:
 def read_kubelet_config(transport: Transport, node: str) -> KubeletConfigResult:
     """The node's ``kubeletconfig`` from ``/configz``; an unreachable kubelet is that node's failure."""
     path = configz_path(node)
-    response = transport.get(path)
+    response = fetch(transport, path, f"node {node}'s kubelet configuration")
     refuse_credential(path, response)
     if response.status != 200:
         return KubeletConfigResult(None, f"GET {path} answered {response.reason()}")
@@ -111,25 +141,27 @@ def read_kubelet_config(transport: Transport, node: str) -> KubeletConfigResult:
         document = response.json("configz")
     except ClusterUnavailable:
         return KubeletConfigResult(None, f"GET {path} did not answer JSON")
-    config = document.get("kubeletconfig") if isinstance(document, dict) else None
-    if not isinstance(config, dict):
+    config = answers.read_kubelet_config(document)
+    if config is None:
         return KubeletConfigResult(None, f"GET {path} has no kubeletconfig section")
-    return KubeletConfigResult(config)
+    return KubeletConfigResult(dict(config))
 
 
-def read_object(transport: Transport, ref: ObjectRef, plural: str, namespaced: bool) -> Optional[dict[str, Any]]:
-    """The object, or ``None`` when the API answers 404."""
+def read_object(transport: Transport, ref: ObjectRef, plural: str, namespaced: bool,
+                rollout: bool = False) -> Optional[dict[str, Any]]:
+    """The object, or ``None`` when the API answers 404; ``rollout`` also shape-checks a DaemonSet's status."""
     path = object_path(ref, plural, namespaced)
-    response = transport.get(path)
+    response = fetch(transport, path, ref.label())
     if response.status == 404:
         return None
-    found = _ok(path, response, f"reading {ref.label()}")
-    return found if isinstance(found, dict) else None
+    found = _ok(transport, path, response, f"reading {ref.label()}")
+    return answers.read_object(answers.Reader(server_of(transport), f"GET {path}", ref.label()), found, rollout)
 
 
 def collect(transport: Transport, expectations: StackExpectations, workers: int = DEFAULT_WORKERS) -> ClusterSnapshot:
     """Read discovery, nodes, the pool nodes' kubelet configs and the stack's objects."""
     refs = [expectation.ref for expectation in expectations.objects]
+    rollouts = {expectation.ref: expectation.rollout for expectation in expectations.objects}
     resources = discover(transport, refs)
     nodes = list_nodes(transport)
     members = pool_members(expectations.pools, nodes)
@@ -137,7 +169,8 @@ def collect(transport: Transport, expectations: StackExpectations, workers: int 
     snapshot = ClusterSnapshot(nodes=nodes)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
         configs = executor.map(lambda name: read_kubelet_config(transport, name), names)
-        objects = executor.map(lambda ref: read_object(transport, ref, *resources[(ref.api_version, ref.kind)]), refs)
+        objects = executor.map(lambda ref: read_object(transport, ref, *resources[(ref.api_version, ref.kind)],
+                                                       rollout=rollouts[ref]), refs)
         snapshot.kubelet = dict(zip(names, configs))
         snapshot.objects = dict(zip(refs, objects))
     return snapshot

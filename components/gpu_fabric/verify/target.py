@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from gpu_fabric.config.fabric import FabricConfig
-from gpu_fabric.verify.api import ClusterUnavailable, LiveTransport
+from gpu_fabric.verify.api import ClusterUnavailable, Deadline, Limits, LiveTransport, mask_credentials
 
 
 def ambient_kubeconfig() -> Optional[str]:
@@ -57,14 +57,16 @@ def _from_kubeconfig(path: Optional[str], context: Optional[str], workers: int) 
                                      persist_config=False)
     except ConfigException as error:
         raise ClusterUnavailable(f"kubeconfig {source}: {_one_line(error)}") from None
-    except (OSError, ValueError) as error:
-        raise ClusterUnavailable(f"kubeconfig {source}: {_one_line(error)}") from None
+    except ClusterUnavailable:
+        raise
+    except Exception as error:  # noqa: BLE001 - YAML errors, a failing exec plugin: a reason naming the file
+        raise ClusterUnavailable(f"kubeconfig {source}: {type(error).__name__}: {_one_line(error)}") from None
     return configuration, f"context {context}" if context else f"kubeconfig {source}"
 
 
 def _one_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
+    return mask_credentials(lines[0]) if lines else type(error).__name__
 
 
 def _from_eks(name: str, region: Optional[str], workers: int) -> tuple[Any, str]:
@@ -92,7 +94,8 @@ def _from_eks(name: str, region: Optional[str], workers: int) -> tuple[Any, str]
 
 
 def connect(config: FabricConfig, stack_values: Mapping[str, Any], *, kubeconfig: Optional[str] = None,
-            context: Optional[str] = None, workers: int = 32) -> tuple[LiveTransport, str]:
+            context: Optional[str] = None, workers: int = 32, limits: Limits = Limits(),
+            deadline: Optional[Deadline] = None) -> tuple[LiveTransport, str]:
     """A live transport to the stack's cluster and a description of how it was chosen."""
     from kubernetes import client
 
@@ -107,5 +110,5 @@ def connect(config: FabricConfig, stack_values: Mapping[str, Any], *, kubeconfig
         configuration, how = _from_eks(ref.name, str(region) if region else None, workers)
     else:
         configuration, how = _from_kubeconfig(None, None, workers)
-    transport = LiveTransport(client.ApiClient(configuration=configuration))
+    transport = LiveTransport(client.ApiClient(configuration=configuration), limits, deadline)
     return transport, f"{transport.host} ({how})"
