@@ -435,3 +435,18 @@ def test_the_fabric_passes_its_operator_to_every_gpustack_component():
                         "gpu-fabric:index:ModelDeployment": "0.11.2"}
     [manifest] = [r.inputs for r in resources if r.type.endswith(":ModelDeployment") and r.type.startswith("kubernetes:")]
     assert [role["acceleratorType"] for role in manifest["spec"]["roles"]] == ["gpustack--nvidia-a10g-linux-amd64"] * 2
+
+
+def test_render_prints_what_lint_would_warn_about_under_the_stack_s_operator(tmp_path):
+    # engine.version beside engine.image: the 0.10 docs leave its fate open, so render says so (as lint does).
+    from bad_input import dump, render_file, stack_document
+
+    document = stack_document("seed-rdma")
+    deployment = document["config"]["gpu-fabric:modelDeployments"][0]
+    deployment["engine"]["version"] = "0.29.0"
+    outcome = render_file(tmp_path, dump(document))
+    assert outcome.code == 0, outcome.err
+    [line] = [line for line in outcome.out.splitlines() if line.startswith("warning: ")]
+    assert "ModelDeployment" in line and "spec.engine.version: not confirmed for 0.10.0" in line
+    # The example as written carries no such field: no warning.
+    assert "warning: " not in render_file(tmp_path / "plain", dump(stack_document("seed-rdma"))).out
