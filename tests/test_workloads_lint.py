@@ -115,3 +115,18 @@ def test_a_second_advertiser_beside_the_stacks_plugin_is_refused(capsys, tmp_pat
     assert code == 1
     assert "AWS EFA DRA driver (DRANET): DaemonSet kube-system/aws-dranet" in out
     assert "AWS EFA device plugin: DaemonSet kube-system/aws-efa-k8s-device-plugin" in out
+
+
+def test_lint_with_a_stack_assumes_that_stack_s_operator_unless_told(capsys, tmp_path):
+    import shutil
+
+    shutil.copytree(PROJECT_DIR / "stacks", tmp_path / "stacks")
+    stack_file = tmp_path / "stacks" / "Pulumi.seed-rdma.yaml"
+    text = stack_file.read_text()
+    written = next(line for line in text.splitlines() if line.strip().startswith("gpu-fabric:gpustackOperator:"))
+    stack_file.write_text(text.replace(written, '  gpu-fabric:gpustackOperator: "0.9.2"'))
+    manifest = str(FIXTURES / "vllm-efa-right.yaml")
+    main(["lint", "--stack", "seed-rdma", "--project", str(tmp_path), manifest])
+    assert capsys.readouterr().out.startswith("GPUStack operator 0.9.2 assumed (0.9 line")
+    main(["lint", "--stack", "seed-rdma", "--project", str(tmp_path), "--operator", "0.10.0", manifest])
+    assert capsys.readouterr().out.startswith("GPUStack operator 0.10.0 assumed")

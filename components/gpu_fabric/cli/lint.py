@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("files", nargs="+", type=Path, help="YAML manifests (multi-document files welcome)")
     parser.add_argument("--operator", metavar="VERSION", default=None,
                         help=f"the GPUStack operator release the cluster runs, as `helm list` shows it "
-                             f"(default {DEFAULT_GPUSTACK_OPERATOR}; known: {', '.join(known_versions())})")
+                             f"(default: the --stack's gpustackOperator, else {DEFAULT_GPUSTACK_OPERATOR}; known: {', '.join(known_versions())})")
     parser.add_argument("--stack", default=None, metavar="NAME",
                         help="also judge workloads and device plugins against this stack's pools (stacks/Pulumi.NAME.yaml; "
                              "see docs/workloads.md)")
@@ -121,7 +121,12 @@ def read_manifests(paths: list[Path]) -> list[tuple[dict[str, Any], str]]:
 def run(args: argparse.Namespace) -> int:
     """Print findings and grants; exit 1 when the operator would refuse anything, 2 for unreadable input."""
     try:
-        profile = profile_for(getattr(args, "operator", None) or DEFAULT_GPUSTACK_OPERATOR)
+        operator = getattr(args, "operator", None)
+        if operator is None and getattr(args, "stack", None):
+            from gpu_fabric.cli.lint_workloads import stack_operator_version
+
+            operator = stack_operator_version(args.stack, args.project)  # the operator that stack's cluster runs
+        profile = profile_for(operator or DEFAULT_GPUSTACK_OPERATOR)
     except UnknownOperatorVersion as error:
         print(f"gpu-fabric lint: --operator {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -33,6 +33,20 @@ def _stack_config(stack: str, project: Path) -> Any:
     return load_config(values, aws_region=raw.get("aws:region") if isinstance(raw.get("aws:region"), str) else None)
 
 
+def stack_operator_version(stack: str, project: Path) -> str | None:
+    """The ``gpu-fabric:gpustackOperator`` the stack file names, or ``None`` (unset or unreadable: the
+    stack's own problems are reported by :func:`lint_against_stack`)."""
+    from gpu_fabric.config.fabric import CONFIG_NAMESPACE
+    from gpu_fabric.config.stack_file import StackFileError
+    from gpu_fabric.program.render import StackNotFoundError, load_stack_config
+
+    try:
+        value = load_stack_config(project, stack).get(f"{CONFIG_NAMESPACE}:gpustackOperator")
+    except (StackFileError, StackNotFoundError, OSError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str, Any], str]]) -> int:
     """Print the stack verdicts over ``read`` (``(manifest, file)`` pairs); return the exit code they mean."""
     from gpu_fabric.config.base import ConfigError
