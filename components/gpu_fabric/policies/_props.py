@@ -4,9 +4,11 @@ The analyzer hands a policy its resource's inputs wrapped in an unknown-checking
 value that is unknown at preview (an id or output of another resource) raises, and the engine then
 downgrades the whole policy to an advisory "can't run during preview" note. Policies here never
 want that, so they first copy the props into plain Python (:func:`plain`), with every unknown
-value replaced by the :data:`UNKNOWN` marker, and with the wire's doubles turned back into ints
+value replaced by the typed :data:`UNKNOWN` (``gpu_fabric.config.shapes.Unknown``: readable as any
+shape, so no rule below needs to ask first), and with the wire's doubles turned back into ints
 where they are whole (``networkCardIndex: 1.0`` -> ``1``). Decisions then read only values that
-are known at preview: names, labels and the spec fields the stack sets.
+are known at preview: names, labels and the spec fields the stack sets; a rule whose value is
+unknown sees nothing to refuse, the others still decide.
 
 Pool facts (:class:`PoolFacts`) come from two places:
 
@@ -23,6 +25,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from pulumi_policy import PolicyResource, StackValidationArgs
 
 from gpu_fabric.config import constants
+from gpu_fabric.config.shapes import UNKNOWN, Unknown, is_unknown
 from gpu_fabric.config.pool import ARCH_LABEL, EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, platform_node_labels
 
 KUEUE_POOL_TYPE = "gpu-fabric:index:KueuePool"
@@ -35,28 +38,12 @@ PLACEMENT_GROUP_TYPE = constants.PLACEMENT_GROUP_TYPE
 EFA_INTERFACE_TYPES = ("efa", "efa-only")
 
 
-class _Unknown:
-    """A value the engine does not know at preview (another resource's id or output)."""
-
-    _instance: Optional["_Unknown"] = None
-
-    def __new__(cls) -> "_Unknown":
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "<unknown at preview>"
-
-    def __bool__(self) -> bool:
-        # An unknown value is present (it will have a value after the update).
-        return True
-
-
-UNKNOWN: Any = _Unknown()
-
-
 def _is_unknown_sentinel(value: Any) -> bool:
+    # pulumi_policy/proxy.py ``_is_unknown``: the engine's sentinels (``UNKNOWN_STRING_VALUE``
+    # "04da6b54-80e4-46f7-96ec-b56ff0331ba9", the one pulumi/runtime/rpc.py ``UNKNOWN`` writes for
+    # every unknown, and its number/bool/array/object/asset/archive siblings). The analyzer keeps
+    # them as strings inside its unknown-checking proxy (``_DictProxy``/``_ListProxy``), which raises
+    # ``UnknownValueError`` on access; :func:`plain` reads past the proxy and types them instead.
     from pulumi_policy.proxy import _is_unknown
 
     return _is_unknown(value)
@@ -74,6 +61,8 @@ def _target(value: Any) -> Any:
 def plain(value: Any) -> Any:
     """Copy ``value`` into plain dicts/lists; unknowns become :data:`UNKNOWN`, whole doubles ints."""
     value = _target(value)
+    if isinstance(value, Unknown):
+        return value
     if isinstance(value, str):
         return UNKNOWN if _is_unknown_sentinel(value) else value
     if isinstance(value, bool) or value is None:
@@ -89,11 +78,6 @@ def plain(value: Any) -> Any:
     return value
 
 
-def is_unknown(value: Any) -> bool:
-    """True for :data:`UNKNOWN`."""
-    return value is UNKNOWN
-
-
 def known_str(value: Any) -> Optional[str]:
     """``value`` as a string when it is a known scalar, else ``None``."""
     if value is None or is_unknown(value) or isinstance(value, (Mapping, list)):
@@ -102,7 +86,7 @@ def known_str(value: Any) -> Optional[str]:
 
 
 def as_mapping(value: Any) -> Mapping[str, Any]:
-    """``value`` when it is a mapping, else an empty one (unknown, missing, wrong type)."""
+    """``value`` when it is a mapping (unknown reads as an unknown mapping), else an empty one."""
     return value if isinstance(value, Mapping) else {}
 
 
