@@ -15,7 +15,9 @@ module; ``gpu-fabric check`` runs the same objects over an offline render of a s
 
 from __future__ import annotations
 
-from pulumi_policy import Policy
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, Policy
 
 from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
@@ -64,8 +66,31 @@ ALL_POLICIES: list[Policy] = [
 
 POLICIES_BY_NAME: dict[str, Policy] = {policy.name: policy for policy in ALL_POLICIES}
 
+PACK_SETTINGS: dict[str, Any] = {
+    "name": "gpu-fabric",
+    "enforcement_level": EnforcementLevel.MANDATORY,
+    "description": (
+        "Refuses, at preview, the GPU-fabric mistakes admission controllers catch too late or never: GPUStack "
+        "transfer paths, EFA interface plans and security groups, placement, device-plugin coverage, kubelet "
+        "topology, KV-cache transports, Kueue queue names and workload privileges."
+    ),
+    "provider": "aws",
+    "tags": ["gpu", "efa", "rdma", "kueue", "gpustack"],
+}
+"""The ready pack's ``PolicyPack`` arguments besides its policies and display name: what
+``policy/__main__.py`` serves and ``gpu-fabric check --preview`` serves in process."""
+
+
+def pack_display_name() -> str:
+    """The pack's display name (with the library's version)."""
+    from gpu_fabric import __version__
+
+    return f"gpu-fabric {__version__}"
+
+
 __all__ = [
     "ALL_POLICIES",
+    "PACK_SETTINGS",
     "POLICIES_BY_NAME",
     "device_manager_least_privilege",
     "device_plugin_coverage",
@@ -85,5 +110,6 @@ __all__ = [
     "launch_template_imdsv2",
     "model_deployment_unprivileged_roles",
     "mooncake_members_unprivileged",
+    "pack_display_name",
     "transfer_path_consistency",
 ]
