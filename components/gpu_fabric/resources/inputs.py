@@ -110,6 +110,10 @@ class DeferredInputs:
         self._counter = itertools.count()
         self._deferred: dict[str, tuple[Path, pulumi.Output[Any]]] = {}
         self._checked: dict[str, pulumi.Output[Any]] = {}
+        # One marker per Output object: the same Output given at two properties (one cluster's name
+        # for two pools) is one value, and compares equal to itself while validation runs.
+        self._marker_of: dict[int, str] = {}
+        self._given: list[Any] = []  # keeps each given Output alive, so its id() stays its own
         problems: list[tuple[str, str]] = _unknown_keys(args, args_type)
         self.values: dict[str, Any] = self._extract(dict(args), (), deferrable, plain_reasons, problems)
         """The arguments with markers where ``Output``s were: what validation reads."""
@@ -139,7 +143,12 @@ class DeferredInputs:
                 reason = plain_reasons.get(path[0], "") if path else ""
                 problems.append((_display(path), "must be a plain value, not an Output" + (f": {reason}" if reason else "")))
                 return None
+            known = self._marker_of.get(id(value))
+            if known is not None:
+                return known
             marker = self._marker(path)
+            self._marker_of[id(value)] = marker
+            self._given.append(value)
             self._deferred[marker] = (path, pulumi.Output.from_input(value))
             return marker
         if isinstance(value, Mapping):
@@ -147,6 +156,30 @@ class DeferredInputs:
         if isinstance(value, (list, tuple)):
             return [self._extract(item, (*path, i), deferrable, plain_reasons, problems) for i, item in enumerate(value)]
         return value
+
+    def describe(self, text: str) -> str:
+        """``text`` with each marker replaced by the property whose ``Output`` it stands for."""
+        for marker, (path, _) in self._deferred.items():
+            if marker in text:
+                text = text.replace(marker, f"<Output given at {_display(path)}>")
+        return text
+
+    def validate(self, check: Callable[[dict[str, Any]], T], default_path: str = "<root>") -> T:
+        """``check(values)``; a refusal becomes an :class:`InvalidInputError` of this component.
+
+        A ``ConfigError`` keeps its paths; another ``ValueError`` is placed at ``default_path``.
+        Messages name the property of an ``Output`` rather than the marker that stood for it.
+        """
+        try:
+            return check(self.values)
+        except InvalidInputError as error:
+            raise InvalidInputError([(path, self.describe(reason)) for path, reason in error.problems],
+                                    self.component) from None
+        except ConfigError as error:
+            raise InvalidInputError([(path, self.describe(reason)) for path, reason in error.problems],
+                                    self.component) from None
+        except ValueError as error:
+            raise InvalidInputError([(default_path, self.describe(str(error)))], self.component) from None
 
     def substitute(self, marker: str, resolved: Any) -> dict[str, Any]:
         """The arguments with one marker replaced by its resolved value (the others stay markers)."""
