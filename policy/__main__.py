@@ -8,6 +8,7 @@ the same pack in process.
 
 from pulumi_policy import PolicyPack
 
+from gpu_fabric import __version__
 from gpu_fabric.policies import ALL_POLICIES, PACK_SETTINGS, pack_display_name
 
-PolicyPack(policies=list(ALL_POLICIES), display_name=pack_display_name(), **PACK_SETTINGS)
+PolicyPack(policies=list(ALL_POLICIES), display_name=pack_display_name(__version__), **PACK_SETTINGS)

@@ -38,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Render, run the policies, print the grouped report; exit 1 on a mandatory violation."""
     from gpu_fabric.cli.render import render_or_report, selected_stacks
-    from gpu_fabric.policies import ALL_POLICIES
+    from gpu_fabric import __version__
+    from gpu_fabric.policies import ALL_POLICIES, pack_display_name
     from gpu_fabric.policies._props import Resource
     from gpu_fabric.policies.efa_domains import describe_stack_domains
     from gpu_fabric.policies.over_grpc import analyze_over_grpc, served_pack
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     refused = False
     with contextlib.ExitStack() as pack:
-        stub = pack.enter_context(served_pack()) if args.preview else None
+        stub = pack.enter_context(served_pack(display_name=pack_display_name(__version__))) if args.preview else None
         for stack in stacks:
             result = render_or_report(stack, args.project, preview=args.preview)
             if result is None:

@@ -81,11 +81,9 @@ PACK_SETTINGS: dict[str, Any] = {
 ``policy/__main__.py`` serves and ``gpu-fabric check --preview`` serves in process."""
 
 
-def pack_display_name() -> str:
-    """The pack's display name (with the library's version)."""
-    from gpu_fabric import __version__
-
-    return f"gpu-fabric {__version__}"
+def pack_display_name(version: str) -> str:
+    """The pack's display name for the library's ``version`` (``gpu_fabric.__version__``, above this layer)."""
+    return f"gpu-fabric {version}"
 
 
 __all__ = [

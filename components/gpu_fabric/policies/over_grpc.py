@@ -57,17 +57,21 @@ class Outcome:
 
 
 @contextlib.contextmanager
-def served_pack(policies: Optional[Sequence[Any]] = None) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
-    """The pack's analyzer on 127.0.0.1 (an ephemeral port), as a stub; stopped on exit."""
+def served_pack(policies: Optional[Sequence[Any]] = None, display_name: str = "gpu-fabric") -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    """The pack's analyzer on 127.0.0.1 (an ephemeral port), as a stub; stopped on exit.
+
+    ``policies``: default :data:`gpu_fabric.policies.ALL_POLICIES`; ``display_name``: what
+    ``GetAnalyzerInfo`` answers (:func:`gpu_fabric.policies.pack_display_name`).
+    """
     from pulumi_policy.policy import _PolicyAnalyzerServicer
 
-    from gpu_fabric.policies import ALL_POLICIES, PACK_SETTINGS, pack_display_name
+    from gpu_fabric.policies import ALL_POLICIES, PACK_SETTINGS
 
     settings = PACK_SETTINGS
     # PolicyPack passes the version "0.0.1" (the engine reads the real one from PulumiPolicy.yaml).
     servicer = _PolicyAnalyzerServicer(
         settings["name"], "0.0.1", list(policies if policies is not None else ALL_POLICIES),
-        settings["enforcement_level"], None, settings["description"], pack_display_name(),
+        settings["enforcement_level"], None, settings["description"], display_name,
         None, settings["provider"], list(settings["tags"]), None)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
     analyzer_pb2_grpc.add_AnalyzerServicer_to_server(servicer, server)

@@ -178,8 +178,9 @@ def component_provider() -> Any:
                 raise pulumi.InputPropertiesError(
                     f"unknown resource type {resource_type!r}; this provider constructs: {', '.join(known_tokens())}", [])
             component = resource_type.rsplit(":", 1)[-1]
-            check = _SchemaCheck(json.loads(self.schema))
-            check.properties(inputs, json.loads(self.schema)["resources"][resource_type].get("inputProperties", {}), "")
+            served = json.loads(self.schema or "{}")
+            check = _SchemaCheck(served)
+            check.properties(inputs, served["resources"][resource_type].get("inputProperties", {}), "")
             if check.problems:
                 raise _refusal(component, check.problems)
             try:
