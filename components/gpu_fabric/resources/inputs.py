@@ -77,6 +77,14 @@ def _display(path: Path) -> str:
     return format_path(path)
 
 
+def _at_field(problem: str, default_path: str) -> tuple[str, str]:
+    """``"instanceTypes: reason"`` -> ``("instanceTypes", "reason")``; other text at ``default_path``."""
+    field, colon, reason = problem.partition(": ")
+    if colon and field.replace(".", "").isidentifier():
+        return field, reason
+    return default_path, problem
+
+
 def _unknown_keys(args: Mapping[str, Any], args_type: type) -> list[tuple[str, str]]:
     # Nested keys are the spec models' business (they refuse unknown fields); a misspelt top-level
     # key would otherwise be ignored silently and its default used.
@@ -167,19 +175,20 @@ class DeferredInputs:
     def validate(self, check: Callable[[dict[str, Any]], T], default_path: str = "<root>") -> T:
         """``check(values)``; a refusal becomes an :class:`InvalidInputError` of this component.
 
-        A ``ConfigError`` keeps its paths; another ``ValueError`` is placed at ``default_path``.
-        Messages name the property of an ``Output`` rather than the marker that stood for it.
+        A ``ConfigError`` keeps its paths; a ``ValueError`` whose ``problems`` are ``"field: reason"``
+        lines (``NodeGroupInputError``) is placed at each field; any other at ``default_path``.
+        Messages name the property of an ``Output`` rather than the marker that stood for it. The
+        original error stays the ``__cause__``.
         """
         try:
             return check(self.values)
-        except InvalidInputError as error:
-            raise InvalidInputError([(path, self.describe(reason)) for path, reason in error.problems],
-                                    self.component) from None
         except ConfigError as error:
-            raise InvalidInputError([(path, self.describe(reason)) for path, reason in error.problems],
-                                    self.component) from None
+            problems = error.problems
+            cause: ValueError = error
         except ValueError as error:
-            raise InvalidInputError([(default_path, self.describe(str(error)))], self.component) from None
+            problems = [_at_field(str(line), default_path) for line in getattr(error, "problems", None) or [str(error)]]
+            cause = error
+        raise InvalidInputError([(path, self.describe(reason)) for path, reason in problems], self.component) from cause
 
     def substitute(self, marker: str, resolved: Any) -> dict[str, Any]:
         """The arguments with one marker replaced by its resolved value (the others stay markers)."""
