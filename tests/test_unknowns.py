@@ -137,3 +137,52 @@ def test_check_preview_reports_a_policy_that_raises_as_the_engine_would():
     assert [v.policy for v in outcome.violations] == [PACK_FAILURE]
     failure = outcome.violations[0]
     assert failure.mandatory and failure.urn == resource.urn and "policy bug" in failure.message
+
+
+# -- a refusal that rests on an unknown waits; the others are still made ---------------------------------
+
+
+def launch_template(stack: str = "aws-efa") -> int:
+    return next(i for i, r in enumerate(example(stack)) if r.type == "aws:ec2/launchTemplate:LaunchTemplate"
+                and "h100" in r.name)
+
+
+@pytest.mark.parametrize("path", [("networkInterfaces", 1), ("networkInterfaces", 0, "deviceIndex"),
+                                  ("networkInterfaces", 2, "interfaceType"), ("instanceType",)])
+def test_an_interface_plan_not_known_at_preview_is_not_applicable_not_refused(path):
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import NotApplicable, run_policy
+
+    index = launch_template()
+    resources = with_sentinel("aws-efa", index, path)
+    skipped: list[NotApplicable] = []
+    assert run_policy(POLICIES_BY_NAME["efa-launch-template-interfaces"], [resources[index]], not_applicable=skipped) == []
+    assert [s.reason for s in skipped] and "not known at preview" in skipped[0].reason
+
+
+def test_a_wrong_plan_beside_unknown_security_groups_is_still_refused():
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import run_policy
+
+    index = launch_template()
+    resources = with_sentinel("aws-efa", index, ("networkInterfaces", 3, "securityGroups"))
+    broken = copy.deepcopy(dict(resources[index].props))
+    broken["networkInterfaces"] = broken["networkInterfaces"][:-1]  # one EFA short
+    template = Resource(resources[index].type, resources[index].name, resources[index].urn, broken)
+    violations = run_policy(POLICIES_BY_NAME["efa-launch-template-interfaces"], [template])
+    assert violations and any("needs 32" in v.message for v in violations)
+
+
+@pytest.mark.parametrize("name_part, path", [
+    ("kv-cache-backend-mooncake-efa", ("metadata",)),
+    ("kv-cache-backend-mooncake-efa", ("metadata", "name")),
+    ("kv-cache-binding-team-a-shared", ("metadata", "namespace")),
+    ("kv-cache-pool-efa-cache", ("metadata",)),
+    ("team-a-llama-pd-deployment", ("metadata", "name")),
+])
+def test_a_gpustack_object_whose_identity_is_unknown_is_not_refused_for_it(name_part, path):
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import run_policy
+
+    index = next(i for i, r in enumerate(example("aws-efa")) if r.name.endswith(name_part))
+    assert run_policy(POLICIES_BY_NAME[TRANSFER_POLICY], with_sentinel("aws-efa", index, path)) == []

@@ -99,3 +99,21 @@ def int_at(obj: Mapping[str, Any], key: str) -> Optional[int]:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value if isinstance(value, int) else None
+
+
+def unknown_paths(value: Any, prefix: str = "") -> list[str]:
+    """The paths (``a.b[0].c``) of every :data:`UNKNOWN` inside ``value``, ``prefix`` first.
+
+    A rule whose deciding fields are among them cannot decide at preview: it says which value it
+    waits for (a not-applicable reason) instead of refusing or passing on a guess.
+    """
+    if is_unknown(value):
+        return [prefix or "<root>"]
+    found: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found += unknown_paths(item, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += unknown_paths(item, f"{prefix}[{index}]")
+    return found

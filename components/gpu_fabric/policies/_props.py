@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from pulumi_policy import PolicyResource, StackValidationArgs
 
 from gpu_fabric.config import constants
-from gpu_fabric.config.shapes import UNKNOWN, Unknown, is_unknown
+from gpu_fabric.config.shapes import UNKNOWN, Unknown, is_unknown, unknown_paths
 from gpu_fabric.config.pool import ARCH_LABEL, EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, platform_node_labels
 
 KUEUE_POOL_TYPE = "gpu-fabric:index:KueuePool"

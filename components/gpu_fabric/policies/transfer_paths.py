@@ -5,17 +5,27 @@ KVCachePoolBinding) goes through :func:`gpu_fabric.gpustack.transfer.analyze` --
 components, ``load_config`` and ``gpu-fabric lint`` use too: the operator's CRD schema (a field the
 API server would prune is a violation), its ModelDeployment webhook rules, and the transfer paths.
 Each finding the API server or the operator would refuse becomes a violation on the object's URN,
-with the operator's message verbatim; valid objects say nothing.
+with the operator's message verbatim; valid objects say nothing. At preview a finding that rests on
+a value not yet known (:func:`rests_on_unknown`) waits for it; every other one is still refused.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
+from gpu_fabric.config.shapes import UNKNOWN, unknown_paths
+from gpu_fabric.gpustack.findings import Finding
+from gpu_fabric.gpustack.transfer import (
+    GPUSTACK_GROUP,
+    MSG_BACKEND_UNRESOLVED,
+    MSG_BINDING_UNRESOLVED,
+    MSG_POOL_UNRESOLVED,
+    analyze,
+)
 from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, stack_resources
-from gpu_fabric.gpustack.transfer import GPUSTACK_GROUP, analyze
 
 DEFAULT_NAMESPACE = "default"
 
@@ -52,15 +62,53 @@ def _key_of(resource: Resource) -> tuple[str, str, str]:
     return object_key(resource.kind, namespace, resource.object_name)
 
 
+# Refusals that a reference still unknown at preview could satisfy once it is known.
+_RESOLUTION_MESSAGES = (MSG_BINDING_UNRESOLVED, MSG_POOL_UNRESOLVED, MSG_BACKEND_UNRESOLVED)
+# Where an unknown value can make a reference fail to resolve: an object's identity, or a reference field.
+_REFERENCE_FIELDS = re.compile(r"^(<root>|kind|apiVersion|metadata($|\.)|spec$|spec\.(kvCache|poolRef|backends)($|[.\[]))")
+
+
+def _overlaps(path: str, other: str) -> bool:
+    """One path is the other or lies under it (``spec.roles`` and ``spec.roles[0].name``)."""
+    short, long = sorted((path, other), key=len)
+    return short == "<root>" or long == short or long.startswith((f"{short}.", f"{short}["))
+
+
+def rests_on_unknown(finding: Finding, unknown_at: Mapping[tuple[str, str, str], list[str]]) -> bool:
+    """True when ``finding`` may be wrong once the values unknown at preview are known.
+
+    The analysis reads an unknown value as nothing it wants (``gpu_fabric.config.shapes.Unknown``);
+    a refusal that rests on that reading is not decided yet: one on a field whose value (or an
+    enclosing one) is unknown, one that quotes the unknown value, and a reference that fails to
+    resolve while some object's identity or reference fields are unknown.
+    """
+    if str(UNKNOWN) in str(finding):
+        return True
+    own = unknown_at.get(_finding_key(finding), [])
+    if any(_overlaps(finding.path, path) for path in own):
+        return True
+    if finding.message in _RESOLUTION_MESSAGES:
+        return any(_REFERENCE_FIELDS.match(path) for paths in unknown_at.values() for path in paths)
+    return False
+
+
+def _finding_key(finding: Finding) -> tuple[str, str, str]:
+    namespace = finding.namespace or DEFAULT_NAMESPACE if finding.kind in ("ModelDeployment", "KVCachePoolBinding") else None
+    return object_key(finding.kind, namespace, finding.name)
+
+
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     resources = stack_resources(args)
     objects = gpustack_objects(resources)
     if not objects:
         return
     urns: Mapping[tuple[str, str, str], str] = {_key_of(r): r.urn for r in objects}
+    unknown_at = {_key_of(r): unknown_paths(dict(r.props)) for r in objects}
     report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(resources),
                      default_namespace=DEFAULT_NAMESPACE)
     for finding in report.errors:
+        if rests_on_unknown(finding, unknown_at):
+            continue
         urn = urns.get(object_key(finding.kind, finding.namespace, finding.name))
         report_violation(f"{finding.object_ref}: {finding.path}: {finding.message}", urn)
 
