@@ -6,25 +6,18 @@ components, ``load_config`` and ``gpu-fabric lint`` use too: the operator's CRD 
 API server would prune is a violation), its ModelDeployment webhook rules, and the transfer paths.
 Each finding the API server or the operator would refuse becomes a violation on the object's URN,
 with the operator's message verbatim; valid objects say nothing. At preview a finding that rests on
-a value not yet known (:func:`rests_on_unknown`) waits for it; every other one is still refused.
+a value not yet known (:func:`waiting_objects`) waits for it; every other one is still refused.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.config.shapes import UNKNOWN, unknown_paths
 from gpu_fabric.gpustack.findings import Finding
-from gpu_fabric.gpustack.transfer import (
-    GPUSTACK_GROUP,
-    MSG_BACKEND_UNRESOLVED,
-    MSG_BINDING_UNRESOLVED,
-    MSG_POOL_UNRESOLVED,
-    analyze,
-)
+from gpu_fabric.gpustack.transfer import GPUSTACK_GROUP, analyze
 from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, stack_resources
 
 DEFAULT_NAMESPACE = "default"
@@ -62,34 +55,29 @@ def _key_of(resource: Resource) -> tuple[str, str, str]:
     return object_key(resource.kind, namespace, resource.object_name)
 
 
-# Refusals that a reference still unknown at preview could satisfy once it is known.
-_RESOLUTION_MESSAGES = (MSG_BINDING_UNRESOLVED, MSG_POOL_UNRESOLVED, MSG_BACKEND_UNRESOLVED)
-# Where an unknown value can make a reference fail to resolve: an object's identity, or a reference field.
-_REFERENCE_FIELDS = re.compile(r"^(<root>|kind|apiVersion|metadata($|\.)|spec$|spec\.(kvCache|poolRef|backends)($|[.\[]))")
+_CACHE_KINDS = ("KVCachePoolBinding", "KVCachePool", "KVCacheBackend")
 
 
-def _overlaps(path: str, other: str) -> bool:
-    """One path is the other or lies under it (``spec.roles`` and ``spec.roles[0].name``)."""
-    short, long = sorted((path, other), key=len)
-    return short == "<root>" or long == short or long.startswith((f"{short}.", f"{short}["))
+def _depends_on_cache_chain(obj: Mapping[str, Any]) -> bool:
+    """A deployment with a cache reference, a binding or a pool: its findings read the cache chain."""
+    kind = obj.get("kind")
+    if kind in ("KVCachePoolBinding", "KVCachePool"):
+        return True
+    return kind == "ModelDeployment" and as_mapping(obj.get("spec")).get("kvCache") is not None
 
 
-def rests_on_unknown(finding: Finding, unknown_at: Mapping[tuple[str, str, str], list[str]]) -> bool:
-    """True when ``finding`` may be wrong once the values unknown at preview are known.
+def waiting_objects(objects: list[Resource]) -> set[tuple[str, str, str]]:
+    """The GPUStack objects whose findings rest on a value unknown at preview.
 
-    The analysis reads an unknown value as nothing it wants (``gpu_fabric.config.shapes.Unknown``);
-    a refusal that rests on that reading is not decided yet: one on a field whose value (or an
-    enclosing one) is unknown, one that quotes the unknown value, and a reference that fails to
-    resolve while some object's identity or reference fields are unknown.
+    The analysis reads an unknown value as nothing it wants (``gpu_fabric.config.shapes.Unknown``),
+    so a refusal resting on that reading is not decided yet. A finding rests on its own object and,
+    for a deployment with a cache reference, a binding or a pool, on the cache chain (bindings,
+    pools, backends); any unknown value there makes it wait. Every other finding is still refused.
     """
-    if str(UNKNOWN) in str(finding):
-        return True
-    own = unknown_at.get(_finding_key(finding), [])
-    if any(_overlaps(finding.path, path) for path in own):
-        return True
-    if finding.message in _RESOLUTION_MESSAGES:
-        return any(_REFERENCE_FIELDS.match(path) for paths in unknown_at.values() for path in paths)
-    return False
+    unknown = {_key_of(r) for r in objects if unknown_paths(dict(r.props))}
+    chain_unknown = any(_key_of(r) in unknown for r in objects if r.kind in _CACHE_KINDS)
+    return {_key_of(r) for r in objects
+            if _key_of(r) in unknown or (chain_unknown and _depends_on_cache_chain(r.props))}
 
 
 def _finding_key(finding: Finding) -> tuple[str, str, str]:
@@ -103,12 +91,12 @@ def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     if not objects:
         return
     urns: Mapping[tuple[str, str, str], str] = {_key_of(r): r.urn for r in objects}
-    unknown_at = {_key_of(r): unknown_paths(dict(r.props)) for r in objects}
+    waiting = waiting_objects(objects)
     report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(resources),
                      default_namespace=DEFAULT_NAMESPACE)
     for finding in report.errors:
-        if rests_on_unknown(finding, unknown_at):
-            continue
+        if _finding_key(finding) in waiting or str(UNKNOWN) in str(finding):
+            continue  # rests on a value unknown at preview: decided when it is known
         urn = urns.get(object_key(finding.kind, finding.namespace, finding.name))
         report_violation(f"{finding.object_ref}: {finding.path}: {finding.message}", urn)
 
