@@ -207,7 +207,7 @@ def test_provider_serves_its_schema_over_grpc() -> None:
 
 
 class RecordingMonitor:
-    """The engine's resource monitor, as far as a Construct that is refused needs one (no resource may register)."""
+    """The engine's resource monitor and log, as far as a Construct that is refused needs them (no resource may register)."""
 
     def __init__(self) -> None:
         from pulumi.runtime.proto import resource_pb2, resource_pb2_grpc
@@ -225,11 +225,21 @@ class RecordingMonitor:
                 monitor.registered.append(request.type)
                 context.abort(grpc.StatusCode.FAILED_PRECONDITION, "this test's monitor registers nothing")
 
+        from google.protobuf import empty_pb2
+        from pulumi.runtime.proto import engine_pb2_grpc
+
+        class Engine(engine_pb2_grpc.EngineServicer):
+            def Log(self, request, context):
+                monitor.logged.append(request.message)
+                return empty_pb2.Empty()
+
         from concurrent import futures
 
         self.registered: list[str] = []
+        self.logged: list[str] = []
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
         resource_pb2_grpc.add_ResourceMonitorServicer_to_server(Servicer(), self.server)
+        engine_pb2_grpc.add_EngineServicer_to_server(Engine(), self.server)
         self.port = self.server.add_insecure_port("127.0.0.1:0")
         self.server.start()
 
@@ -238,7 +248,7 @@ class RecordingMonitor:
 def provider_stub():
     """The provider started as the engine starts it, with a monitor to talk to; always stopped afterwards."""
     monitor = RecordingMonitor()
-    process = subprocess.Popen([sys.executable, "__main__.py", "127.0.0.1:1"], cwd=PROJECT_DIR / "provider",
+    process = subprocess.Popen([sys.executable, "__main__.py", f"127.0.0.1:{monitor.port}"], cwd=PROJECT_DIR / "provider",
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = process.stdout.readline() if process.stdout else ""
@@ -318,3 +328,12 @@ def test_a_validation_refusal_names_the_camel_case_property(provider_stub) -> No
     errors = property_errors(error)
     assert errors and all(path.startswith("scaling") and "_" not in path for path in errors), errors
     assert "Traceback" not in error.details()
+
+
+def test_an_unknown_cross_resource_value_is_deferred_and_the_known_ones_still_refused(provider_stub) -> None:
+    # clusterName comes from another resource (unknown at preview): deferred, not "must be plain";
+    # the instance type is known and refused where the schema names it.
+    inputs = {**NODE_GROUP_INPUTS, "clusterName": UNKNOWN_SENTINEL, "instanceTypes": ["g5.xlarge"]}
+    error = construct_over_grpc(provider_stub, NODE_GROUP, inputs)
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
+    assert property_errors(error) == {"instanceTypes": "g5.xlarge does not support EFA (NetworkInfo.EfaSupported is false)"}
