@@ -44,7 +44,7 @@ def fleet(scale: int) -> dict:
         roles = [{"name": kind.lower(), "kind": kind, "replicas": 1, "instanceType": pool["name"],
                   "resources": {"accelerator": "4", "interface": "4"}} for kind in ("Prefill", "Decode")]
         deployments.append({"name": f"model-{i:04d}", "namespace": namespaces[i % len(namespaces)],
-                            "model": {"name": "Qwen/Qwen2.5-7B-Instruct"}, "engine": {"name": "vLLM", "version": "0.29.0"},
+                            "model": {"name": "Qwen/Qwen2.5-7B-Instruct"}, "engine": {"name": "vLLM", "image": "gpustack/runner:cuda13.0-vllm0.29.0"},
                             "router": {"name": "llm-d-router"}, "kvTransfer": {"protocol": pool["fabric"].upper()},
                             "roles": roles})
     return {"gpu-fabric:queueOwner": "standalone", "gpu-fabric:namespaces": namespaces,

@@ -253,7 +253,7 @@ def test_every_row_changes_a_valid_stack_file():
 
 # -- lint (issue 9, item 5): unreadable input exits 2 with one line naming the file; odd values are findings.
 
-QWEN = (Path(__file__).parent / "fixtures" / "seed" / "qwen-pd.yaml").read_text()
+QWEN = (Path(__file__).parent / "fixtures" / "seed" / "qwen-pd-seed-verbatim.yaml").read_text()  # the walkthrough as written
 
 LINT_UNREADABLE: dict[str, Any] = {
     "top-level-scalar": "just text\n",

@@ -96,10 +96,16 @@ def test_model_deployment_component_refuses_before_registering():
 
 def test_model_deployment_component_applies_the_operators_schema_and_webhook_rules():
     deployment = seed_values()["modelDeployments"][0]
-    deployment["engine"].pop("version")
-    with pytest.raises(ConfigError) as caught:
+    deployment["engine"].pop("image")
+    with pytest.raises(ConfigError) as caught:  # the default line (0.10.0) requires the runner image
         registered(lambda: ModelDeployment("qwen", {"deployment": deployment}))
+    assert "deployment.engine.image: Required value: GPUStack operator 0.10.0 requires engine.image" in str(caught.value)
+    with pytest.raises(ConfigError) as caught:  # the pin synthesizes it from the engine's version, which is missing
+        registered(lambda: ModelDeployment("qwen", {"deployment": deployment, "gpustack_operator": "main@5cfac77b"}))
     assert 'deployment.engine.version: role "prefill" names no image of its own' in str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        registered(lambda: ModelDeployment("qwen", {"deployment": deployment, "gpustack_operator": "0.12.0"}))
+    assert "gpustack_operator: '0.12.0' is not a GPUStack operator version gpu-fabric mirrors" in str(caught.value)
     deployment["engine"]["version"] = "0.29.0"
     with pytest.raises(ConfigError) as caught:
         registered(lambda: ModelDeployment("qwen", {"deployment": deployment, "api_version": "v2"}))

@@ -80,13 +80,14 @@ def test_node_group_interface_count_must_match_the_plan():
 
 def test_non_efa_instance_type_is_refused_before_registration():
     values = stack_values("aws-efa")
-    values["pools"][1]["aws"]["instanceTypes"] = ["g5.xlarge"]
+    # A CPU type without EFA, so the CPU pool's name and count still agree with the instance (pool-instance-facts).
+    values["pools"][1]["aws"]["instanceTypes"] = ["m5.xlarge"]
     # The Mooncake members follow the pool, or the EFA domain check refuses the selector first.
     values["kvCacheBackends"][0]["connection"]["managed"]["members"][0]["nodeSelector"] = {
-        "node.kubernetes.io/instance-type": "g5.xlarge"}
+        "node.kubernetes.io/instance-type": "m5.xlarge"}
     with pytest.raises(ConfigError) as caught:
         render_stack("x", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
-    assert "pools[1].aws.instanceTypes" in str(caught.value) and "g5.xlarge" in str(caught.value)
+    assert "pools[1].aws.instanceTypes" in str(caught.value) and "m5.xlarge" in str(caught.value)
 
 
 def test_aws_node_group_needs_an_efa_pool():

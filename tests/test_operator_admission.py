@@ -1,6 +1,7 @@
 """The operator's own Go test tables, ported: each case names the Go test (and file) it comes from.
 
-Files are in github.com/gpustack/gpustack-operator (commits in gpu_fabric.gpustack.operator_pin). Cases that need
+Files are in github.com/gpustack/gpustack-operator (commits in gpu_fabric.gpustack.operator_pin), so every case
+runs against the ``main@5cfac77b`` profile, whatever the stack default is. Cases that need
 cluster state the offline analysis does not have (update-time identity, InstanceType reads for an
 elastic head) are left out; each such omission is listed beside the table it belongs to.
 """
@@ -16,12 +17,21 @@ from gpu_fabric.gpustack.transfer import (
     RDMA_EXCLUSIVE_KEY,
     RDMA_SHARED_KEY,
     InterfaceRefusal,
-    analyze,
     direct_interface_protocol,
     interface_resource,
     member_group_protocols,
     validate_binding_transport,
 )
+from gpu_fabric.gpustack import transfer
+from gpu_fabric.gpustack.profiles import pin_profile
+
+PIN = pin_profile()
+
+
+def analyze(objects, **kwargs):
+    """The operator's admission as mirrored at the pin (the commit these Go tables come from)."""
+    return transfer.analyze(objects, operator=PIN, **kwargs)
+
 
 A10G = "gpustack--nvidia-a10g-linux-amd64"
 

@@ -1,6 +1,7 @@
 """The operator's CRD schemas, applied as the API server applies them (pruning = error, required, type, enum, bounds)."""
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from gpu_fabric.gpustack.objects import gpustack_manifests
 from gpu_fabric.config.constants import API_VERSIONS, DEFAULT_API_VERSION
 from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
+from gpu_fabric.gpustack.profiles import PROFILES, pin_profile
 from gpu_fabric.gpustack.schema import SCHEMA_FILES, validate_object, validate_objects
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.validation.configuration import load_config
@@ -21,8 +23,13 @@ def stack_manifests(stack):
     return gpustack_manifests(load_config(stack_values(stack)))
 
 
+PIN = pin_profile()
+
+
 def findings(obj):
-    return {(f.path, f.message) for f in validate_object(obj) if f.severity == "error"}
+    """Schema errors under the pin: this file checks the transcription of zz_generated.crds.go at ad484497
+    (the release lines' derived schemas are tests/test_operator_versions.py's)."""
+    return {(f.path, f.message) for f in validate_object(obj, PIN) if f.severity == "error"}
 
 
 def paths(obj):
@@ -31,7 +38,10 @@ def paths(obj):
 
 @pytest.fixture
 def deployment():
-    return copy.deepcopy(next(m for m in stack_manifests("aws-efa") if m["kind"] == "ModelDeployment"))
+    """aws-efa's deployment in the pin's shape: the engine's version instead of its image (which the pin lacks)."""
+    manifest = copy.deepcopy(next(m for m in stack_manifests("aws-efa") if m["kind"] == "ModelDeployment"))
+    manifest["spec"]["engine"] = {"name": "vLLM", "version": "0.29.0"}
+    return manifest
 
 
 @pytest.fixture
@@ -198,14 +208,14 @@ def config_problems(values):
     return dict(caught.value.problems)
 
 
-def test_engine_image_in_configuration_is_refused_with_what_to_write_instead():
+def test_engine_image_in_configuration_is_refused_at_the_pin_with_what_to_write_instead():
     values = seed_values()
+    values["gpustackOperator"] = "main@5cfac77b"
     values["modelDeployments"][0]["engine"] = {"name": "vLLM", "image": "gpustack/runner:cuda13.0-vllm0.29.0"}
     found = config_problems(values)
-    message = found["modelDeployments[0].engine"]
-    assert "engine.image is not a field" in message
-    assert "image: gpustack/runner:cuda13.0-vllm0.29.0 on each role (roles[].image)" in message
-    assert 'engine.version: "0.29.0"' in message
+    message = found["modelDeployments[0].engine.image"]
+    assert "prune" in message and "spec.roles[].image" in message and "spec.engine.version" in message
+    assert "0.10.0" in message  # ... or name the release the cluster runs, which has engine.image
 
 
 @pytest.mark.parametrize("missing, path", [
@@ -245,8 +255,10 @@ def test_both_api_versions_are_selectable():
     assert "gpustackApiVersion" in config_problems(values)
 
 
-def test_every_field_the_configuration_model_writes_is_a_field_of_the_operators_schema():
-    """A maximal object of each kind, every optional field set, renders with nothing the API server would prune."""
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.line)
+def test_every_field_the_configuration_model_writes_is_a_field_of_the_operators_schema(profile):
+    """A maximal object of each kind, every optional field of every line set, renders with nothing the line's
+    API server would prune, except the fields the line does not have: each of those is refused, saying what to write."""
     from gpu_fabric.gpustack.objects import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding, model_deployment
     from gpu_fabric.config.serving import (
         KVCacheBackendSpec,
@@ -265,11 +277,12 @@ def test_every_field_the_configuration_model_writes_is_a_field_of_the_operators_
         "transport": {"protocol": "EFA"},
         "connection": {"managed": {"leader": {"replicas": 2, "allocationStrategy": "Random", "multiTenancy": True,
                                               "extraArgs": ["a"], "extraEnv": [{"name": "A", "value": "b"}],
-                                              "highAvailability": {"memberAddressing": "Lease"}},
+                                              "highAvailability": {"memberAddressing": "Lease"}, "electionBackend": "None"},
                                    "members": [member], "scaleIn": {"gracePeriodSeconds": 30}}}})
-    role = {"name": "a", "kind": "Prefill", "replicas": 1, "size": 1, "instanceType": "t",
+    role = {"name": "a", "kind": "Prefill", "replicas": 1, "size": 1, profile.pool_field: "t",
             "resources": {"accelerator": 1, "acceleratorSlicedMemoryPercentage": 5, "acceleratorSlicedCoresPercentage": 5,
-                          "acceleratorPartitionedProfile": "p", "interface": 1},
+                          "acceleratorPartitionedProfile": "p", "interface": 1, "cpu": "8", "ram": "32Gi",
+                          "localStorage": "100Gi"},
             "image": "i", "imagePullPolicy": "Always", "imagePullSecrets": [{"name": "s"}], "command": ["c"],
             "extraArgs": ["e"], "env": [{"name": "A", "value": "b"}], "ports": [{"port": 80, "protocol": "TCP"}],
             "shmSize": "1Gi", "privileged": True, "topology": {"requiredLevel": "x"}, "terminationGracePeriodSeconds": 30,
@@ -279,15 +292,24 @@ def test_every_field_the_configuration_model_writes_is_a_field_of_the_operators_
             "elasticEp": {"width": 2}}
     deployment = ModelDeploymentSpec.model_validate({
         "name": "m", "namespace": "n", "model": {"name": "x", "artifactRef": {"name": "a"}},
-        "engine": {"name": "vLLM", "version": "0.29.0"},
+        "engine": {"name": "vLLM", "image": "gpustack/runner:cuda13.0-vllm0.29.0", "version": "0.29.0"},
         "router": {"name": "llm-d-router", "replicas": 2, "image": "r", "imagePullPolicy": "Always",
                    "imagePullSecrets": [{"name": "s"}], "extraArgs": ["--x"], "requestTimeoutSeconds": 3,
                    "disaggregationThresholdTokens": 5},
-        "kvTransfer": {"protocol": "EFA"}, "kvCache": {"poolRef": {"name": "p"}, "connector": "Mooncake"}, "roles": [role]})
+        "kvTransfer": {"protocol": "EFA", "backend": "nixl"}, "kvCache": {"poolRef": {"name": "p"}, "connector": "Mooncake"}, "roles": [role]})
     pool = KVCachePoolSpec.model_validate({"name": "p", "backends": ["b"], "quota": {"total": "1Ti"}})
     binding = KVCachePoolBindingSpec.model_validate({"name": "p", "namespace": "n", "poolRef": {"name": "p"},
                                                      "quota": {"ceiling": "8Gi"},
                                                      "domain": {"name": "d", "blockSize": 16, "dtype": "bfloat16"}})
     manifests = [model_deployment(deployment), kv_cache_backend(backend), kv_cache_pool(pool), kv_cache_pool_binding(binding)]
-    assert validate_objects(manifests) == []
+    found = validate_objects(manifests, profile)
+    errors = [f for f in found if f.severity == "error"]
+    for error in errors:  # each refusal is a field this line lacks, saying what to write instead
+        note = profile.hint(error.kind, re.sub(r"\[\d+\]", "", error.path))
+        assert note is not None and note.note.replace("{version}", profile.assumed) in error.message, str(error)
+    later = {("ModelDeployment", f"spec.roles.resources.{name}") for name in ("cpu", "ram", "localStorage")} | {
+        ("ModelDeployment", "spec.kvTransfer.backend"), ("KVCacheBackend", "spec.connection.managed.leader.electionBackend")}
+    expected = {"0.11": set(), "main@5cfac77b": later | {("ModelDeployment", "spec.engine.image")}}.get(profile.line, later)
+    assert {(e.kind, re.sub(r"\[\d+\]", "", e.path)) for e in errors} == expected
+    assert all(f.message.startswith(f"not confirmed for {profile.assumed}") for f in found if f.severity == "warning")
     assert manifests[0]["spec"]["roles"][0]["additionalVolumes"][1] == {"mountPath": "/s", "secret": {"name": "token"}}

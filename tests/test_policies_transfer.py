@@ -67,7 +67,30 @@ def test_numbers_as_doubles_are_read_as_the_engine_sends_them(seed):
 
 
 def test_a_field_the_api_server_would_prune_is_a_violation_on_its_urn(seed):
-    resources = replace_props(seed, of_type("v1alpha1:ModelDeployment"),
-                              lambda p: p["spec"]["engine"].update(image="gpustack/runner:cuda13.0-vllm0.29.0"))
+    # kvTransfer.backend arrives with the 0.11 line; the seed stack runs 0.10.0.
+    resources = replace_props(seed, of_type("v1alpha1:ModelDeployment"), lambda p: p["spec"]["kvTransfer"].update(backend="nixl"))
     deployment = next(r for r in resources if r.type.endswith("v1alpha1:ModelDeployment"))
-    assert_violation(transfer_path_consistency, resources, "spec.engine.image: unknown field", urn=deployment.urn)
+    violation = assert_violation(transfer_path_consistency, resources, "spec.kvTransfer.backend: unknown field",
+                                 urn=deployment.urn)
+    assert "arrives with the 0.11 line" in violation.message
+
+
+def _on_operator(version):
+    """Set the ``gpustackOperator`` input the stack's gpu-fabric components carry."""
+    def change(props):
+        props["gpustackOperator"] = version
+    return change
+
+
+def test_the_pack_judges_under_the_operator_the_stacks_components_name(seed):
+    components = lambda r: r.type.startswith("gpu-fabric:index:") and "gpustackOperator" in r.props  # noqa: E731
+    assert sum(1 for r in seed if components(r)) >= 3  # GpuFabric, KVCache, ModelDeployment
+    assert_no_violations(transfer_path_consistency, seed)  # 0.10.0: the seed's engine.image is a field
+    pinned = replace_props(seed, components, _on_operator("main@5cfac77b"))
+    deployment = next(r for r in pinned if r.type.endswith("v1alpha1:ModelDeployment"))
+    assert_violation(transfer_path_consistency, pinned, "spec.engine.image: unknown field", urn=deployment.urn)
+    unknown = replace_props(seed, components, _on_operator("0.12.0"))
+    assert_violation(transfer_path_consistency, unknown, "gpustackOperator: '0.12.0' is not a GPUStack operator version")
+    one = next(r for r in seed if r.type == "gpu-fabric:index:ModelDeployment")
+    split = replace_props(seed, lambda r: r is one, _on_operator("0.11.2"))
+    assert_violation(transfer_path_consistency, split, "name different GPUStack operator versions (0.10.0, 0.11.2)")

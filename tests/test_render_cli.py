@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from kueue_schema import SCHEMA_DIR, validate_kueue_object
@@ -74,12 +75,18 @@ def test_unknown_configuration_key_is_refused(tmp_path):
     assert run.returncode == 2 and "namespace: unknown configuration key" in run.stderr
 
 
-def test_lint_passes_the_seed_and_prints_the_grants():
-    run = gpu_fabric("lint", str(FIXTURES / "qwen-pd.yaml"), str(FIXTURES / "mooncake-dram.yaml"))
+@pytest.mark.parametrize("operator, deployment", [
+    (None, "qwen-pd-seed-verbatim.yaml"),  # the default (0.10.0) takes the walkthrough as written
+    ("main@5cfac77b", "qwen-pd.yaml"),    # the pin takes the engine.version shape of its own walkthrough
+])
+def test_lint_passes_the_seed_and_prints_the_grants(operator, deployment):
+    run = gpu_fabric("lint", *(("--operator", operator) if operator else ()),
+                     str(FIXTURES / deployment), str(FIXTURES / "mooncake-dram.yaml"))
     assert run.returncode == 0, run.stdout
+    assert f"GPUStack operator {operator or '0.10.0'} assumed" in run.stdout
     assert "role prefill (rdma, 2 interfaces): device.gpustack.ai/rdma: 2" in run.stdout
     assert "KVCacheBackend mooncake-dram members[0] (rdma): device.gpustack.ai/rdma: 2" in run.stdout
-    assert "1 other objects passed over" in run.stdout
+    assert "1 other objects passed over" in run.stdout and "0 errors, 0 warnings" in run.stdout
 
 
 def test_lint_refuses_the_seed_without_router_and_kv_transfer():
@@ -124,40 +131,43 @@ def test_readme_main_job_renders_and_checks_every_example_stack(tmp_path):
         [f"stack {stack}" for stack in stacks]
 
 
-def test_lint_refuses_the_seed_verbatim_engine_image_naming_file_object_and_replacement():
-    run = gpu_fabric("lint", str(FIXTURES / "qwen-pd-seed-verbatim.yaml"))
+def test_lint_at_the_pin_refuses_the_seed_verbatim_engine_image_naming_file_object_and_replacement():
+    run = gpu_fabric("lint", "--operator", "main@5cfac77b", str(FIXTURES / "qwen-pd-seed-verbatim.yaml"))
     assert run.returncode == 1
     line = next(line for line in run.stdout.splitlines() if line.startswith("ERROR"))
     assert line.startswith("ERROR ModelDeployment team-a/qwen-pd spec.engine.image: unknown field")
     assert "qwen-pd-seed-verbatim.yaml" in line and "spec.roles[].image" in line
 
 
-def test_render_refuses_engine_image_with_exit_2_naming_the_config_path(tmp_path):
+def test_render_at_the_pin_refuses_engine_image_with_exit_2_naming_the_config_path(tmp_path):
     shutil.copytree(PROJECT_DIR / "stacks", tmp_path / "stacks")
     stack_file = tmp_path / "stacks" / "Pulumi.seed-rdma.yaml"
     text = stack_file.read_text()
-    assert 'version: "0.29.0"' in text
-    stack_file.write_text(text.replace('version: "0.29.0"', "image: gpustack/runner:cuda13.0-vllm0.29.0"))
+    assert 'gpustackOperator: "0.10.0"' in text and "image: gpustack/runner:cuda13.0-vllm0.29.0" in text
+    stack_file.write_text(text.replace('gpustackOperator: "0.10.0"', 'gpustackOperator: "main@5cfac77b"'))
     run = gpu_fabric("render", "--project", str(tmp_path), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
     assert run.returncode == 2
-    assert "modelDeployments[0].engine: engine.image is not a field" in run.stderr
+    assert "modelDeployments[0].engine.image: unknown field" in run.stderr and "spec.roles[].image" in run.stderr
     assert "Traceback" not in run.stderr + run.stdout
     assert not (tmp_path / "out").exists()
 
 
-def test_version_names_the_pinned_operator():
+def test_version_names_every_mirrored_operator_line_with_its_source():
     from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
 
     run = gpu_fabric("--version")
     assert run.returncode == 0
     assert OPERATOR_COMMIT[:12] in run.stdout and SCHEMA_COMMIT[:12] in run.stdout
+    assert "default 0.10.0" in run.stdout
+    for line, release in (("0.9", "0.9.2"), ("0.10", "0.10.0"), ("0.11", "0.11.2")):
+        assert f"  {line} ({release}): docs-derived from the v{release} docs" in run.stdout
 
 
 def test_lint_names_the_file_for_objects_without_a_namespace(tmp_path):
     deployment = yaml.safe_load((FIXTURES / "qwen-pd-seed-verbatim.yaml").read_text())
     del deployment["metadata"]["namespace"]
     (tmp_path / "md.yaml").write_text(yaml.safe_dump(deployment))
-    run = gpu_fabric("lint", str(tmp_path / "md.yaml"))
+    run = gpu_fabric("lint", "--operator", "main@5cfac77b", str(tmp_path / "md.yaml"))
     assert run.returncode == 1
     assert "ERROR ModelDeployment default/qwen-pd spec.engine.image: unknown field" in run.stdout
     assert f"({tmp_path / 'md.yaml'})" in run.stdout

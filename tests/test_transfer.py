@@ -17,12 +17,20 @@ from gpu_fabric.gpustack.transfer import (
     MSG_POOL_UNRESOLVED,
     RDMA_EXCLUSIVE_KEY,
     RDMA_SHARED_KEY,
-    analyze,
     effective_protocol,
     fabric_resources,
 )
 
+from gpu_fabric.gpustack.profiles import pin_profile
+
 A10G = "gpustack--nvidia-a10g-linux-amd64"
+PIN = pin_profile()
+
+
+def analyze(objects, **kwargs):
+    """The analysis at the pin, whose engine.version deployments these cases write (tests/test_operator_versions.py
+    holds the release lines' cases)."""
+    return transfer.analyze(objects, operator=PIN, **kwargs)
 
 
 def deployment(*, router=True, protocol="RDMA", engine="vLLM", interface="2", kinds=("Prefill", "Decode"),

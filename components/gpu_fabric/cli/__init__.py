@@ -28,11 +28,13 @@ EXIT_USAGE = 2
 
 
 def version_text() -> str:
-    """``gpu-fabric <version>`` and the pinned GPUStack operator (:mod:`gpu_fabric.gpustack.operator_pin`)."""
+    """``gpu-fabric <version>`` and every GPUStack operator line it mirrors, with the source of each."""
     from gpu_fabric import __version__
-    from gpu_fabric.gpustack.operator_pin import describe
+    from gpu_fabric.gpustack.profiles import DEFAULT_GPUSTACK_OPERATOR, PROFILES
 
-    return f"gpu-fabric {__version__}\nmirrors {describe()}"
+    lines = [f"gpu-fabric {__version__}", f"mirrors GPUStack operator (gpu-fabric:gpustackOperator, default {DEFAULT_GPUSTACK_OPERATOR}):"]
+    lines += [f"  {profile.describe()}" for profile in PROFILES]
+    return "\n".join(lines)
 
 
 class _PrintVersion(argparse.Action):

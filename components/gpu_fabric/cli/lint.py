@@ -1,7 +1,7 @@
 """``gpu-fabric lint FILE...``: the operator's schema and admission over manifests you already have.
 
-Every ``worker.gpustack.ai`` object is checked against the operator's CRD schema (both ``v1alpha1`` and
-``v1`` are accepted) and then through its admission rules (:func:`gpu_fabric.gpustack.transfer.analyze`); each
+Every ``worker.gpustack.ai`` object is checked against the CRD schema of the operator line ``--operator``
+names (default 0.10.0; both ``v1alpha1`` and ``v1`` are accepted) and then through its admission rules (:func:`gpu_fabric.gpustack.transfer.analyze`); each
 finding names the object and the file it came from.
 """
 
@@ -15,6 +15,7 @@ from typing import Any
 from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from gpu_fabric.gpustack.schema import is_namespaced
 from gpu_fabric.config.shapes import mapping_at
+from gpu_fabric.gpustack.profiles import DEFAULT_GPUSTACK_OPERATOR, UnknownOperatorVersion, known_versions, profile_for
 from gpu_fabric.gpustack.transfer import TransferReport, analyze, is_gpustack_object
 
 
@@ -23,6 +24,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "lint", help="validate GPUStack objects against the operator's schema and decide them as its admission does")
     parser.add_argument("files", nargs="+", type=Path, help="YAML manifests (multi-document files welcome)")
+    parser.add_argument("--operator", metavar="VERSION", default=None,
+                        help=f"the GPUStack operator release the cluster runs, as `helm list` shows it "
+                             f"(default {DEFAULT_GPUSTACK_OPERATOR}; known: {', '.join(known_versions())})")
+    parser.add_argument("--stack", default=None, metavar="NAME",
+                        help="also judge workloads and device plugins against this stack's pools (stacks/Pulumi.NAME.yaml; "
+                             "see docs/workloads.md)")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
     parser.set_defaults(func=run)
 
 
@@ -112,6 +120,11 @@ def read_manifests(paths: list[Path]) -> list[tuple[dict[str, Any], str]]:
 def run(args: argparse.Namespace) -> int:
     """Print findings and grants; exit 1 when the operator would refuse anything, 2 for unreadable input."""
     try:
+        profile = profile_for(getattr(args, "operator", None) or DEFAULT_GPUSTACK_OPERATOR)
+    except UnknownOperatorVersion as error:
+        print(f"gpu-fabric lint: --operator {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         read = read_manifests(args.files)
     except ManifestError as error:
         for line in str(error).splitlines():
@@ -120,8 +133,17 @@ def run(args: argparse.Namespace) -> int:
     manifests = [manifest for manifest, _ in read]
     sources = {_object_ref(manifest): source for manifest, source in read}
     gpustack = sum(1 for m in manifests if is_gpustack_object(m))
-    report = analyze(manifests)
+    report = analyze(manifests, operator=profile)
+    print(f"GPUStack operator {profile.assumed} assumed ({profile.line} line, {profile.schema_basis} schema)")
     print(format_report(report, gpustack, len(manifests) - gpustack, sources))
+    if getattr(args, "stack", None):
+        from gpu_fabric.cli.lint_workloads import lint_against_stack
+
+        stack_verdict = lint_against_stack(args.stack, args.project, read)
+        if stack_verdict == EXIT_USAGE:
+            return EXIT_USAGE
+        if stack_verdict == EXIT_FINDINGS:
+            return EXIT_FINDINGS
     return EXIT_FINDINGS if report.errors else EXIT_OK
 
 

@@ -19,6 +19,10 @@ from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec
 from gpu_fabric.config.pool import PoolSpec, check_namespace
 
 CONFIG_NAMESPACE = "gpu-fabric"
+DEFAULT_GPUSTACK_OPERATOR = "0.10.0"
+"""The operator release a stack assumes unless it says otherwise: the 0.10 line, the newest release whose
+API the seed walkthrough's YAML matches (``engine.image``, ``roles[].instanceType``). Which versions
+are known, and what each means, is :mod:`gpu_fabric.gpustack.profiles`; docs/gpustack-api-version.md."""
 # Every pool gets a LocalQueue in every tenant namespace: sane bounds keep a typo (a generated list
 # gone wrong) from planning hundreds of thousands of objects.
 MAX_NAMESPACES = 1000
@@ -34,6 +38,11 @@ class FabricConfig(SpecModel):
     """``worker.gpustack.ai`` version to write: ``v1alpha1`` (the version the operator's CRDs serve and its
     webhooks match; the default) or ``v1`` (the operator worker's aggregated API, as in its docs).
     See docs/gpustack-api-version.md."""
+    gpustack_operator: str = Field(default=DEFAULT_GPUSTACK_OPERATOR, min_length=1, max_length=64)
+    """The GPUStack operator release the cluster runs, as ``helm list`` shows it (``0.9.2``, ``0.10.0``,
+    ``0.11.2``, any patch of a known line) or ``main@5cfac77b``; it picks the schema and admission rules
+    the stack's objects are held to (docs/gpustack-api-version.md). An unknown version is refused
+    when the configuration is loaded."""
     namespaces: list[Annotated[str, AfterValidator(check_namespace)]] = Field(min_length=1, max_length=MAX_NAMESPACES)
     """Tenant namespaces; each gets a LocalQueue per pool."""
     pools: list[PoolSpec] = Field(min_length=1, max_length=MAX_POOLS)

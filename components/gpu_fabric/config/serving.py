@@ -10,7 +10,6 @@ manifests the stack would register.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
@@ -54,39 +53,17 @@ class Model(SpecModel):
 
 
 class Engine(SpecModel):
-    """Inference engine; frozen after creation except ``version``.
+    """Inference engine; frozen after creation except ``version`` (and ``image``).
 
-    A role that names no ``image`` gets one the operator synthesizes from ``name``, ``version`` and the
-    role's InstanceType (``gpustack/runner:<backend><runtime>-<engine><version>``).
+    Which fields the operator has depends on its line (:mod:`gpu_fabric.gpustack.profiles`): the
+    released lines (0.9, 0.10, 0.11) take ``image``, the runner image, and synthesize nothing; the
+    pre-release ``main@5cfac77b`` has no ``image`` and synthesizes a role's runner from ``version``.
+    This model accepts both; the chosen line's schema refuses the one it lacks, naming the other.
     """
 
     name: Literal["vLLM", "SGLang"]
+    image: Optional[syntax.Image] = Field(default=None, max_length=512)
     version: Optional[str] = Field(default=None, min_length=1, max_length=64)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_engine_image(cls, data: Any) -> Any:
-        # The operator's schema has no engine.image: the API server prunes it, so a role relying on it
-        # has no image and the webhook refuses the deployment (or runs an image nobody chose).
-        if isinstance(data, dict) and "image" in data:
-            raise ValueError(engine_image_refusal(data.get("image")))
-        return data
-
-
-def engine_image_refusal(image: Any) -> str:
-    """What to write instead of ``engine.image``, using the user's own image."""
-    text = str(image or "")
-    version = _RUNNER_ENGINE_VERSION.search(text)
-    version_hint = f'engine.version: "{version.group(1)}"' if version else 'engine.version (for example "0.29.0")'
-    return (
-        "engine.image is not a field of the GPUStack operator's ModelDeployment (the API server would prune it "
-        f"and no role would name an image): write image: {text} on each role (roles[].image) to keep this "
-        f"image, or drop it and set {version_hint} so the operator synthesizes its runner image"
-    )
-
-
-# gpustack/runner:cuda13.0-vllm0.29.0[-efa] -> 0.29.0
-_RUNNER_ENGINE_VERSION = re.compile(r"(?:vllm|sglang)v?(\d+(?:\.\d+)+(?:[a-z0-9.]*)?)", re.IGNORECASE)
 
 
 class Router(SpecModel):
@@ -106,6 +83,8 @@ class KvTransfer(SpecModel):
     """Direct prefill-to-decode KV transfer."""
 
     protocol: Optional[DirectProtocol] = None
+    backend: Optional[str] = Field(default=None, min_length=1, max_length=64)
+    """The direct connector's backend (operator 0.11 line; its values are not documented in what was read)."""
 
 
 class KvCacheRef(SpecModel):
@@ -123,8 +102,14 @@ class RoleResources(SpecModel):
     accelerator_sliced_cores_percentage: Optional[int] = Field(default=None, ge=0, le=100)
     accelerator_partitioned_profile: Optional[str] = Field(default=None, max_length=64)
     interface: Optional[Quantity] = None
+    cpu: Optional[Quantity] = None
+    """CPU per Pod (operator 0.11 line)."""
+    ram: Optional[Quantity] = None
+    """Memory per Pod (operator 0.11 line)."""
+    local_storage: Optional[Quantity] = None
+    """Local storage per Pod (operator 0.11 line)."""
 
-    _quantities = field_validator("accelerator", "interface")(_check_quantity)
+    _quantities = field_validator("accelerator", "interface", "cpu", "ram", "local_storage")(_check_quantity)
 
 
 class EnvVar(SpecModel):
@@ -172,13 +157,19 @@ class ElasticEp(SpecModel):
 
 
 class Role(SpecModel):
-    """One role of a ModelDeployment: a set of replicas on one InstanceType."""
+    """One role of a ModelDeployment: a set of replicas on one pool.
+
+    The pool is ``instance_type`` up to the operator's 0.10 line (and on ``main@5cfac77b``) and
+    ``accelerator_type`` from 0.11; exactly one is set, and the chosen line's schema refuses the
+    spelling it does not have.
+    """
 
     name: str
     kind: Literal["Server", "Prefill", "Decode"] = "Server"
     replicas: int = Field(default=1, ge=1, le=1024)
     size: Optional[int] = Field(default=None, ge=1, le=64)
-    instance_type: str = Field(min_length=1, max_length=253)
+    instance_type: Optional[str] = Field(default=None, min_length=1, max_length=253)
+    accelerator_type: Optional[str] = Field(default=None, min_length=1, max_length=253)
     resources: RoleResources = Field(default_factory=RoleResources)
     image: Optional[syntax.Image] = Field(default=None, max_length=512)
     image_pull_policy: Optional[Literal["Always", "IfNotPresent", "Never"]] = None
@@ -202,6 +193,19 @@ class Role(SpecModel):
         if len(value) > 63 or not DNS_LABEL.fullmatch(value):
             raise ValueError(f"role name {value!r} must be a DNS label (lowercase letters, digits, '-', at most 63)")
         return value
+
+    @model_validator(mode="after")
+    def _one_pool(self) -> "Role":
+        if (self.instance_type is None) == (self.accelerator_type is None):
+            raise ValueError("name the role's pool once: instanceType (GPUStack operator up to 0.10, main@5cfac77b) "
+                             "or acceleratorType (0.11 and later)" +
+                             ("" if self.instance_type is None else ", not both"))
+        return self
+
+    @property
+    def pool(self) -> str:
+        """The pool (ClusterQueue / InstanceType / AcceleratorType name) the role runs on, whichever spelling names it."""
+        return self.instance_type or self.accelerator_type or ""
 
 
 class ModelDeploymentSpec(SpecModel):
@@ -283,6 +287,8 @@ class Leader(SpecModel):
     extra_args: Optional[list[str]] = None
     extra_env: Optional[list[EnvVar]] = None
     high_availability: Optional[dict[str, Any]] = None
+    election_backend: Optional[str] = Field(default=None, min_length=1, max_length=64)
+    """How the leader elects (operator 0.11 line; its docs show ``None``, for images without Lease election)."""
 
 
 class Managed(SpecModel):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from gpu_fabric.gpustack.findings import Finding
 from gpu_fabric.config.quantity import QuantityError, parse_quantity
@@ -180,24 +180,31 @@ def _quantity(value: Any) -> Any:
         return None
 
 
-def deployment_findings(deployment: Mapping[str, Any], namespace: str) -> list[Finding]:
-    """Every object-only admission refusal of one ModelDeployment (``validateModelDeployment`` and friends)."""
+def deployment_findings(deployment: Mapping[str, Any], namespace: str,
+                        engine_rule: Callable[[Mapping[str, Any]], list[tuple[str, str, str]]] | None = None) -> list[Finding]:
+    """Every object-only admission finding of one ModelDeployment (``validateModelDeployment`` and friends).
+
+    ``engine_rule`` is the operator line's engine rule (its profile's): ``(path, message, severity)``
+    findings over the spec. Without one, the pin's ``validateModelDeploymentEngineVersion`` runs.
+    """
     meta = mapping_at(deployment, "metadata")
     name = str(meta.get("name") or "")
     spec = mapping_at(deployment, "spec")
-    found: list[tuple[str, str]] = []
-    found += _roles_rules(spec)
-    found += _engine_version(spec)
-    found += _kv_cache(spec)
-    found += _roles_count(spec)
-    found += _role_service_names(name, spec)
-    found += _service_names_distinct(name, spec)
-    found += _role_member_names(name, spec)
-    found += _role_kinds(spec)
-    found += _role_topology(spec)
-    found += _router(spec)
-    found += elastic_findings(spec)
-    return [Finding("ModelDeployment", name, path, message, namespace) for path, message in found]
+    found: list[tuple[str, str, str]] = [(p, m, "error") for p, m in _roles_rules(spec)]
+    # The engine rule runs second in validateModelDeployment (after the roles' own rules).
+    found += engine_rule(spec) if engine_rule is not None else [(p, m, "error") for p, m in engine_version_rule(spec)]
+    rest: list[tuple[str, str]] = []
+    rest += _kv_cache(spec)
+    rest += _roles_count(spec)
+    rest += _role_service_names(name, spec)
+    rest += _service_names_distinct(name, spec)
+    rest += _role_member_names(name, spec)
+    rest += _role_kinds(spec)
+    rest += _role_topology(spec)
+    rest += _router(spec)
+    rest += elastic_findings(spec)
+    found += [(p, m, "error") for p, m in rest]
+    return [Finding("ModelDeployment", name, path, message, namespace, severity) for path, message, severity in found]
 
 
 def _roles_rules(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -255,7 +262,7 @@ def _role_additional_volumes(role: Mapping[str, Any], role_path: str) -> list[tu
     return found
 
 
-def _engine_version(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+def engine_version_rule(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     """validateModelDeploymentEngineVersion: a role without an image needs ``engine.version``."""
     engine = mapping_at(spec, "engine")
     if engine.get("version"):

@@ -1,9 +1,10 @@
-"""The one place that names the GPUStack operator gpu-fabric mirrors: repository, version and commits.
+"""The one place that names the pre-release GPUStack operator commit gpu-fabric mirrors from Go source.
 
-gpu-fabric copies the operator's CRD schemas (``gpu_fabric/data/gpustack-operator/``) and mirrors its
-admission webhooks (:mod:`gpu_fabric.gpustack.transfer`, :mod:`gpu_fabric.gpustack.schema`). Both were read
-from the commits below; when the operator moves, re-read those files at a new commit and change
-this module, the schemas and the rules together. ``gpu-fabric --version`` prints :func:`describe`.
+This is the ``main@5cfac77b`` profile's source (:mod:`gpu_fabric.gpustack.profiles.main_5cfac77b`): the
+operator's CRD schemas (``gpu_fabric/data/gpustack-operator/``) and its admission webhooks
+(:mod:`gpu_fabric.gpustack.transfer`, :mod:`gpu_fabric.gpustack.schema`) were read from the commits below.
+The released lines' profiles (0.9, 0.10, 0.11) derive from it plus their docs. ``gpu-fabric --version``
+lists every profile with its sources.
 
 The operator has no released tag carrying the KV-cache API yet (its docs say no tag up to v0.8.6
 contains ``KVCacheBackend``), so the pin is a pre-release commit of ``main``, not a tag.
@@ -41,8 +42,3 @@ API_GROUP = "worker.gpustack.ai"
 # The API versions (served CRD version, aggregated version, default) are in gpu_fabric.config.constants:
 # the configuration models choose among them, and they sit below the operator mirror.
 
-
-def describe() -> str:
-    """One line naming the mirrored operator, as ``gpu-fabric --version`` prints it."""
-    return (f"GPUStack operator {OPERATOR_REPOSITORY} {OPERATOR_VERSION}, admission rules at "
-            f"{OPERATOR_COMMIT[:12]}, CRD schemas at {SCHEMA_COMMIT[:12]}")

@@ -14,14 +14,18 @@ schema that declares no properties at all (``metadata``, the elided ``status``) 
 contents are not judged here (the API server validates ``metadata`` itself). A value that is not
 plain JSON data (the policy pack's marker for a value unknown until apply) is not judged either.
 
-The schemas are the bundled copies in ``gpu_fabric/data/gpustack-operator/`` (provenance in the
-SOURCE.md beside them; commits in :mod:`gpu_fabric.gpustack.operator_pin`). Both ``v1alpha1`` (the CRD) and
+The schemas depend on the operator line (:mod:`gpu_fabric.gpustack.profiles`): the pin's are the bundled
+copies in ``gpu_fabric/data/gpustack-operator/`` (provenance in the SOURCE.md beside them; commits in
+:mod:`gpu_fabric.gpustack.operator_pin`); a released line's folder under ``releases/`` holds either its
+own transcription or a ``changes.yaml`` deriving it from another line (its SOURCE.md says which). A
+field the line's sources leave open is reported as a warning, never passed in silence. Both ``v1alpha1`` (the CRD) and
 ``v1`` (the operator's aggregated API, whose types alias the v1alpha1 ones) are checked against the
 same schema. This is the one implementation: ``load_config``, the policy pack and ``lint`` call it.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from functools import lru_cache
@@ -33,6 +37,7 @@ import yaml
 from gpu_fabric.config.constants import AGGREGATED_VERSION, API_VERSIONS, SERVED_CRD_VERSION
 from gpu_fabric.gpustack.operator_pin import API_GROUP
 from gpu_fabric.gpustack.findings import Finding
+from gpu_fabric.gpustack.profiles import Profile, default_profile, pin_profile
 from gpu_fabric.config.shapes import mapping_at
 
 SCHEMA_FILES: dict[str, str] = {
@@ -41,33 +46,90 @@ SCHEMA_FILES: dict[str, str] = {
     "KVCachePool": "kvcachepools.worker.gpustack.ai.yaml",
     "KVCachePoolBinding": "kvcachepoolbindings.worker.gpustack.ai.yaml",
 }
-"""Kind -> bundled CRD file. Other ``worker.gpustack.ai`` kinds have no bundled schema."""
+"""Kind -> bundled CRD file (in a profile's schema folder). Other ``worker.gpustack.ai`` kinds have no bundled schema."""
 
-# A pruned field is lost silently; where the replacement is known, the finding says what to write.
-_PRUNED_FIELD_HINTS: dict[tuple[str, str], str] = {
-    ("ModelDeployment", "spec.engine.image"): (
-        "name the image on each role (spec.roles[].image), or set spec.engine.version and let the "
-        "operator synthesize gpustack/runner:<backend><runtime>-<engine><version>"),
-    ("ModelDeployment", "spec.engineVersion"): "the engine version is spec.engine.version",
-    ("KVCachePoolBinding", "spec.quotaCeiling"): "the binding's quota is spec.quota.ceiling",
-}
+CHANGES_FILE = "changes.yaml"
+"""A derived profile's folder holds this instead of CRD files: ``derived_from`` (another folder) and the
+documented ``changes`` per kind (``add``, ``remove``, ``rename`` of a property path)."""
+
+_SCHEMA_OWNER = "the operator's schema"
+"""How a message names the schema; :func:`validate_object` names the operator version assumed instead."""
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
+def _data_folder(folder: str) -> Any:
+    root = resources.files("gpu_fabric").joinpath("data", "gpustack-operator")
+    return root.joinpath(*folder.split("/")) if folder else root
+
+
 @lru_cache(maxsize=None)
-def crd(kind: str) -> Mapping[str, Any] | None:
-    """The bundled CustomResourceDefinition of ``kind``, or ``None`` when none is bundled."""
+def _changes(folder: str) -> Mapping[str, Any] | None:
+    path = _data_folder(folder).joinpath(CHANGES_FILE)
+    return yaml.safe_load(path.read_text()) if path.is_file() else None
+
+
+@lru_cache(maxsize=None)
+def _crd_in(folder: str, kind: str) -> Mapping[str, Any] | None:
     filename = SCHEMA_FILES.get(kind)
     if filename is None:
         return None
-    text = resources.files("gpu_fabric").joinpath("data", "gpustack-operator", filename).read_text()
-    return yaml.safe_load(text)
+    derivation = _changes(folder)
+    if derivation is None:
+        return yaml.safe_load(_data_folder(folder).joinpath(filename).read_text())
+    base = _crd_in(str(derivation.get("derived_from") or ""), kind)
+    if base is None:  # pragma: no cover - every folder derives from one holding every kind
+        return None
+    definition = copy.deepcopy(base)
+    for version in definition["spec"]["versions"]:
+        for change in (derivation.get("changes") or {}).get(kind) or ():
+            apply_change(version["schema"]["openAPIV3Schema"], change)
+    return definition
 
 
-def openapi_schema(kind: str) -> Mapping[str, Any] | None:
-    """The ``openAPIV3Schema`` of ``kind``'s served version, or ``None``."""
-    definition = crd(kind)
+def apply_change(schema: dict[str, Any], change: Mapping[str, Any]) -> None:
+    """Apply one documented change to an ``openAPIV3Schema``: ``add`` a property (with ``schema``, and
+    ``required: true`` to require it), ``remove`` one, or ``rename`` one ``to`` a new name (keeping its
+    schema and whether it is required). ``path`` is dotted below the root, ``[]`` marking list items
+    (``spec.roles[].instanceType``)."""
+    *parents, leaf = str(change["path"]).split(".")
+    node = schema
+    for part in parents:
+        node = node["properties"][part.removesuffix("[]")]
+        if part.endswith("[]"):
+            node = node["items"]
+    properties = node.setdefault("properties", {})
+    required = node.get("required") or []
+    op = change["op"]
+    if op == "add":
+        properties[leaf] = copy.deepcopy(dict(change["schema"]))
+        if change.get("required"):
+            node["required"] = [*required, leaf]
+    elif op == "remove":
+        properties.pop(leaf)
+        node["required"] = [name for name in required if name != leaf]
+    elif op == "rename":
+        properties[change["to"]] = properties.pop(leaf)
+        if leaf in required:
+            node["required"] = [change["to"] if name == leaf else name for name in required]
+    else:
+        raise ValueError(f"unknown schema change {op!r} at {change['path']} (add, remove or rename)")
+    if "required" in node and not node["required"]:
+        del node["required"]
+
+
+def _profile(profile: Profile | None) -> Profile:
+    return profile if profile is not None else default_profile()
+
+
+def crd(kind: str, profile: Profile | None = None) -> Mapping[str, Any] | None:
+    """The CustomResourceDefinition of ``kind`` under ``profile`` (default: the stack default), or ``None``."""
+    return _crd_in(_profile(profile).schema_folder, kind)
+
+
+def openapi_schema(kind: str, profile: Profile | None = None) -> Mapping[str, Any] | None:
+    """The ``openAPIV3Schema`` of ``kind``'s served version under ``profile``, or ``None``."""
+    definition = crd(kind, profile)
     if definition is None:
         return None
     for version in definition["spec"]["versions"]:
@@ -77,13 +139,18 @@ def openapi_schema(kind: str) -> Mapping[str, Any] | None:
 
 
 def is_namespaced(kind: str) -> bool:
-    """True for the namespaced kinds (ModelDeployment, KVCachePoolBinding)."""
-    definition = crd(kind)
+    """True for the namespaced kinds (ModelDeployment, KVCachePoolBinding); the same on every line."""
+    definition = crd(kind, pin_profile())
     return bool(definition and definition["spec"].get("scope") == "Namespaced")
 
 
-def validate_object(obj: Mapping[str, Any]) -> list[Finding]:
-    """Every schema violation of one ``worker.gpustack.ai`` object (empty when it would be stored intact)."""
+def validate_object(obj: Mapping[str, Any], profile: Profile | None = None) -> list[Finding]:
+    """Every schema finding of one ``worker.gpustack.ai`` object under ``profile`` (the operator line).
+
+    Errors: what the API server would refuse or prune. Warnings: fields the line's sources leave
+    open (``not confirmed for 0.10.0``). Empty when the object would be stored intact.
+    """
+    profile = _profile(profile)
     kind = str(obj.get("kind") or "")
     metadata = mapping_at(obj, "metadata")
     name = str(metadata.get("name") or "")
@@ -94,27 +161,73 @@ def validate_object(obj: Mapping[str, Any]) -> list[Finding]:
     if group == API_GROUP and version not in API_VERSIONS:
         found.append(("apiVersion", f"{API_GROUP}/{version} is not served: the CRDs serve {SERVED_CRD_VERSION} "
                                     f"and the operator's aggregated API serves {AGGREGATED_VERSION}"))
-    schema = openapi_schema(kind)
+    schema = openapi_schema(kind, profile)
     if schema is None:
         return [Finding(kind or "<no kind>", name, "kind", f"no schema of {API_GROUP} kind {kind!r} is bundled "
                         f"(known: {', '.join(sorted(SCHEMA_FILES))}); it was not validated", namespace, "warning")]
     if not name:
         found.append(("metadata.name", "Required value: every object needs a name"))
     _check(obj, schema, "", found)
+    ns = namespace if isinstance(namespace, str) else None
     findings = []
+    renamed = {f"{where.rpartition('.')[0]}.{note.rename_to}": where
+               for note in profile.hints if note.kind == kind and note.rename_to
+               for where in present_paths(obj, note.path)}
+    owner = f"the schema of GPUStack operator {profile.assumed}"
     for path, message in found:
-        hint = _PRUNED_FIELD_HINTS.get((kind, _without_indices(path)))
-        findings.append(Finding(kind, name, path, f"{message}; {hint}" if hint else message,
-                                namespace if isinstance(namespace, str) else None))
+        if path in renamed:
+            continue  # the old spelling's finding already says to write this field, with its value
+        message = message.replace(_SCHEMA_OWNER, owner)
+        note = profile.hint(kind, _without_indices(path))
+        text = note.note.replace("{version}", profile.assumed) if note is not None else ""
+        if note is not None and note.rename_to:
+            message = (f"unknown field for GPUStack operator {profile.assumed}, which spells it {note.rename_to}: write "
+                       f"{note.rename_to}: {_show(_value_at(obj, path))} instead; {text}")
+        elif note is not None:
+            message = f"{message}; {text}"
+        findings.append(Finding(kind, name, path, message, ns))
+    for note in profile.unconfirmed:
+        if note.kind == kind:
+            findings.extend(Finding(kind, name, path, f"not confirmed for {profile.assumed}: {note.note} ({note.source})",
+                                    ns, "warning") for path in present_paths(obj, note.path))
     return findings
 
 
-def validate_objects(objects: Iterable[Mapping[str, Any]]) -> list[Finding]:
-    """Schema violations of every ``worker.gpustack.ai`` object among ``objects`` (others are skipped)."""
+def _value_at(obj: Any, path: str) -> Any:
+    """The value at a concrete path (``spec.roles[1].instanceType``), or ``None``."""
+    value = obj
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            value = value[index] if isinstance(value, (list, tuple)) and index < len(value) else None
+        else:
+            value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def present_paths(obj: Any, path: str) -> list[str]:
+    """The concrete paths (``spec.roles[1].image``) at which ``obj`` sets ``path`` (indices removed)."""
+    found: list[tuple[str, Any]] = [("", obj)]
+    for part in path.split("."):
+        step: list[tuple[str, Any]] = []
+        for where, value in found:
+            if isinstance(value, (list, tuple)):
+                value_items = [(f"{where}[{i}]", item) for i, item in enumerate(value)]
+            else:
+                value_items = [(where, value)]
+            for item_where, item in value_items:
+                if isinstance(item, Mapping) and part in item and item[part] is not None:
+                    step.append((_join(item_where, part), item[part]))
+        found = step
+    return [where for where, _ in found]
+
+
+def validate_objects(objects: Iterable[Mapping[str, Any]], profile: Profile | None = None) -> list[Finding]:
+    """Schema findings of every ``worker.gpustack.ai`` object among ``objects`` (others are skipped)."""
     findings: list[Finding] = []
     for obj in objects:
         if isinstance(obj, Mapping) and str(obj.get("apiVersion", "")).split("/", 1)[0] == API_GROUP:
-            findings.extend(validate_object(obj))
+            findings.extend(validate_object(obj, profile))
     return findings
 
 
@@ -224,11 +337,11 @@ def _check_object(value: Mapping[str, Any], schema: Mapping[str, Any], path: str
         elif isinstance(additional, Mapping):
             _check(item, additional, child, found)
         else:
-            found.append((child, "unknown field: the operator's schema does not declare it, so the API server "
+            found.append((child, f"unknown field: {_SCHEMA_OWNER} does not declare it, so the API server "
                                  "would prune it and its value would be lost"))
     for key in schema.get("required") or ():
         if key not in value and "default" not in (properties.get(key) or {}):
-            found.append((_join(path, key), "Required value: the operator's schema requires this field"))
+            found.append((_join(path, key), f"Required value: {_SCHEMA_OWNER} requires this field"))
 
 
 def _check_array(items: list[Any], schema: Mapping[str, Any], path: str, found: list[tuple[str, str]]) -> None:

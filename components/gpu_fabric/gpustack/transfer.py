@@ -47,6 +47,7 @@ from gpu_fabric.gpustack.admission import (
 )
 from gpu_fabric.gpustack.findings import Finding
 from gpu_fabric.gpustack.operator_pin import API_GROUP
+from gpu_fabric.gpustack.profiles import Profile, default_profile, profile_for
 from gpu_fabric.gpustack.schema import validate_object
 from gpu_fabric.config.quantity import QuantityError, parse_quantity
 from gpu_fabric.config.shapes import mapping_at
@@ -183,7 +184,7 @@ class _Index:
     instance_types: dict[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
-def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, findings: list[Finding]) -> _Index:
+def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, findings: list[Finding], profile: Profile) -> _Index:
     index = _Index()
     for obj in objects:
         if not isinstance(obj, Mapping) or not is_gpustack_object(obj):
@@ -197,7 +198,7 @@ def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, finding
             continue
         # The API server checks the structural schema before any webhook runs: an object it refuses
         # is never stored, so nothing can resolve to it and its admission rules never run.
-        schema_findings = validate_object(obj)
+        schema_findings = validate_object(obj, profile)
         if kind in ("ModelDeployment", "KVCachePoolBinding") and not meta.get("namespace"):
             # Namespaced objects without a namespace land in the default one, as kubectl applies them.
             schema_findings = [replace(f, namespace=default_namespace) for f in schema_findings]
@@ -362,9 +363,14 @@ def _whole_positive(value: Any) -> int:
 class _Resolver:
     """Reads a deployment's cache chain and InstanceTypes the way the webhook's APIReader does."""
 
-    def __init__(self, index: _Index, manufacturers: Mapping[str, str | None]):
+    def __init__(self, index: _Index, manufacturers: Mapping[str, str | None], profile: Profile):
         self.index = index
         self.manufacturers = manufacturers
+        self.profile = profile
+
+    def pool_of(self, role: Mapping[str, Any]) -> str:
+        """The pool (InstanceType / AcceleratorType) a role names, in its line's spelling."""
+        return str(role.get(self.profile.pool_field, ""))
 
     def manufacturer(self, instance_type: str) -> str:
         """The InstanceType's observed manufacturer (``status.detail.manufacturer``) when it is known,
@@ -423,7 +429,7 @@ def _interface_requests(
 
     for role_index, count in requested:
         role = roles[role_index]
-        instance_type = str(role.get("instanceType", ""))
+        instance_type = resolver.pool_of(role)
         # The webhook reads the manufacturer for vLLM only; SGLang never earns a direct leg anyway.
         manufacturer = resolver.manufacturer(instance_type) if _engine_name(spec) == ENGINE_VLLM else ""
         # A role that owns its command line gets no cache render either, so neither leg can justify a device.
@@ -457,7 +463,7 @@ def _pool_transport(deployment: Mapping[str, Any], namespace: str, resolver: _Re
     name = str((deployment.get("metadata") or {}).get("name", ""))
     seen: set[str] = set()
     for role in spec.get("roles") or []:
-        instance_type = str((role or {}).get("instanceType", ""))
+        instance_type = resolver.pool_of(role or {})
         if instance_type in seen:
             continue
         seen.add(instance_type)
@@ -537,9 +543,9 @@ def _analyze_deployment(
 ) -> None:
     """``ValidateCreate``: object-only rules; then interface requests; then the pool transport."""
     namespace = str((deployment.get("metadata") or {}).get("namespace") or default_namespace)
-    refusals = deployment_findings(deployment, namespace)
-    if refusals:
-        findings.extend(refusals)
+    decided = deployment_findings(deployment, namespace, lambda spec: resolver.profile.engine_rule(spec, resolver.profile))
+    findings.extend(decided)
+    if any(finding.severity == "error" for finding in decided):
         return
     before = len(findings)
     _interface_requests(deployment, namespace, resolver, findings, grants)
@@ -577,6 +583,7 @@ def analyze(
     objects: Iterable[Mapping[str, Any]],
     manufacturers: Mapping[str, str | None] | None = None,
     default_namespace: str = "default",
+    operator: Profile | str | None = None,
 ) -> TransferReport:
     """Decide every transfer path among ``objects`` as the operator's admission would.
 
@@ -590,13 +597,20 @@ def analyze(
     among ``objects`` (what the webhook reads); ``manufacturers[instance type]`` (what a stack states
     for its pool, ``None`` for unknown); the manufacturer the InstanceType name carries
     (:func:`manufacturer_of`) as a fallback.
+
+    ``operator`` is the operator the cluster runs: a version (``"0.10.0"``, ``"main@5cfac77b"``) or its
+    :class:`~gpu_fabric.gpustack.profiles.Profile`; it picks the schema and the rules. Default: the
+    stack default (:data:`~gpu_fabric.config.fabric.DEFAULT_GPUSTACK_OPERATOR`). An unknown version
+    raises :class:`~gpu_fabric.gpustack.profiles.UnknownOperatorVersion`.
     """
     findings: list[Finding] = []
-    index = _index(objects, default_namespace, findings)
+    profile = operator if isinstance(operator, Profile) else (
+        default_profile() if operator is None else profile_for(operator))
+    index = _index(objects, default_namespace, findings, profile)
     role_grants: list[RoleGrant] = []
     member_grants: list[MemberGrant] = []
     _pools_and_bindings(index, findings)
-    resolver = _Resolver(index, manufacturers or {})
+    resolver = _Resolver(index, manufacturers or {}, profile)
     for deployment in index.deployments:
         _analyze_deployment(deployment, resolver, default_namespace, findings, role_grants)
     for name in sorted(index.backends):

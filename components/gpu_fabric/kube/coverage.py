@@ -265,9 +265,9 @@ def _describe_taint(taint: Mapping[str, Any]) -> str:
     return f"{key}:{normalize_effect(taint.get('effect', ''))}"
 
 
-def _untolerated_taint(pod_spec: Mapping[str, Any], taints: Iterable[Mapping[str, Any]]) -> str:
-    tolerations = [*(pod_spec.get("tolerations") or []), *_DAEMONSET_DEFAULT_TOLERATIONS]
-    if pod_spec.get("hostNetwork"):
+def _untolerated_taint(pod_spec: Mapping[str, Any], taints: Iterable[Mapping[str, Any]], *, daemonset: bool = True) -> str:
+    tolerations = [*(pod_spec.get("tolerations") or []), *(_DAEMONSET_DEFAULT_TOLERATIONS if daemonset else ())]
+    if daemonset and pod_spec.get("hostNetwork"):
         tolerations.append(_HOST_NETWORK_DEFAULT_TOLERATION)
     for taint in taints:
         if normalize_effect(taint.get("effect", "")) not in _BLOCKING_EFFECTS:
@@ -294,6 +294,27 @@ def daemonset_schedules_on(
         _node_selector_mismatch(pod_spec.get("nodeSelector") or {}, labels),
         _node_affinity_mismatch(pod_spec, labels),
         _untolerated_taint(pod_spec, taints),
+    ):
+        if reason:
+            return False, reason
+    return True, ""
+
+
+def pod_schedules_on(
+    pod_spec: Mapping[str, Any],
+    labels: Mapping[str, str],
+    taints: Sequence[Mapping[str, Any]] = (),
+) -> tuple[bool, str]:
+    """Would a (non-DaemonSet) pod with this spec schedule on a node with these labels and taints?
+
+    The same ``nodeSelector``, required node affinity and taint rules as
+    :func:`daemonset_schedules_on`, without the tolerations only the DaemonSet controller adds;
+    :mod:`gpu_fabric.kube.workloads` finds the pools a workload lands on with it.
+    """
+    for reason in (
+        _node_selector_mismatch(pod_spec.get("nodeSelector") or {}, labels),
+        _node_affinity_mismatch(pod_spec, labels),
+        _untolerated_taint(pod_spec, taints, daemonset=False),
     ):
         if reason:
             return False, reason

@@ -424,7 +424,8 @@ def domains_from_config(config: "FabricConfig", fabric_name: str = "fabric") -> 
     from gpu_fabric.gpustack.transfer import analyze
 
     report = analyze(gpustack_manifests(config),
-                     manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools})
+                     manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},
+                     operator=config.gpustack_operator)
     deployments = {(d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}
     backends = {b.name: i for i, b in enumerate(config.kv_cache_backends)}
     return derive_domains(

@@ -19,10 +19,12 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, Policy
 
+from gpu_fabric.policies.advertisers import fabric_advertisers
 from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
 from gpu_fabric.policies.efa_domains import efa_domain_placement, efa_domain_security_group
 from gpu_fabric.policies.efa_interfaces import efa_launch_template_interfaces
+from gpu_fabric.policies.instance_facts import pool_instance_facts
 from gpu_fabric.policies.kueue import kueue_fabric_keys_covered, kueue_fabric_workload_queue
 from gpu_fabric.policies.kv_cache import kv_cache_transport_fabric
 from gpu_fabric.policies.node_groups import efa_node_group_placement
@@ -40,15 +42,18 @@ from gpu_fabric.policies.topology import (
     fabric_pool_topology_delivered,
 )
 from gpu_fabric.policies.transfer_paths import transfer_path_consistency
+from gpu_fabric.policies.workloads import fabric_workloads, fabric_workloads_advisory
 
 ALL_POLICIES: list[Policy] = [
     transfer_path_consistency,
     efa_launch_template_interfaces,
+    pool_instance_facts,
     efa_security_group_self_rules,
     efa_node_group_placement,
     efa_domain_placement,
     efa_domain_security_group,
     device_plugin_coverage,
+    fabric_advertisers,
     device_manager_least_privilege,
     fabric_pool_topology,
     fabric_pool_topology_alignment,
@@ -61,6 +66,8 @@ ALL_POLICIES: list[Policy] = [
     launch_template_ebs_encrypted,
     model_deployment_unprivileged_roles,
     kubelet_host_access,
+    fabric_workloads,
+    fabric_workloads_advisory,
 ]
 """Every policy, in the order the pack lists them."""
 
@@ -97,7 +104,10 @@ __all__ = [
     "efa_launch_template_interfaces",
     "efa_node_group_placement",
     "efa_security_group_self_rules",
+    "fabric_advertisers",
     "fabric_pool_topology",
+    "fabric_workloads",
+    "fabric_workloads_advisory",
     "fabric_pool_topology_alignment",
     "fabric_pool_topology_delivered",
     "kubelet_host_access",
@@ -109,5 +119,6 @@ __all__ = [
     "model_deployment_unprivileged_roles",
     "mooncake_members_unprivileged",
     "pack_display_name",
+    "pool_instance_facts",
     "transfer_path_consistency",
 ]

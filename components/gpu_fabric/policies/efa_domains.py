@@ -49,7 +49,7 @@ from gpu_fabric.policies._props import (
     siblings,
     stack_resources,
 )
-from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools
+from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
 from gpu_fabric.gpustack.transfer import analyze
 
 EFA_NODE_GROUP_TYPE = "gpu-fabric:index:EfaNodeGroup"
@@ -177,8 +177,10 @@ def stack_domains(resources: Sequence[Resource]) -> tuple[DomainAnalysis, dict[s
         pool = _domain_pool(facts, resources, by_urn)
         pools.append(pool)
         urns[pool.path] = facts.urn
+    # An unknown or disputed operator version is the transfer-path policy's violation; decide under the default meanwhile.
+    profile = stack_operator(list(resources))[0]
     report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(list(resources)),
-                     default_namespace=DEFAULT_NAMESPACE)
+                     default_namespace=DEFAULT_NAMESPACE, operator=profile)
     return derive_domains(pools, report), urns
 
 

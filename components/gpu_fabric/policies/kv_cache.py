@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.policies._props import PoolFacts, Resource, pool_facts, stack_resources
-from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools
+from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
 from gpu_fabric.gpustack.transfer import analyze
 
 
@@ -41,8 +41,11 @@ def kv_cache_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
     if not objects:
         return []
     pools = pool_facts(resources)
+    profile, _ = stack_operator(list(resources))
+    if profile is None:
+        return []  # the transfer-path policy reports the operator version problem
     report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(list(resources)),
-                     default_namespace=DEFAULT_NAMESPACE)
+                     default_namespace=DEFAULT_NAMESPACE, operator=profile)
     backends = {r.object_name: r.urn for r in objects if r.kind == "KVCacheBackend"}
     deployments = {(r.namespace or DEFAULT_NAMESPACE, r.object_name): r.urn for r in objects if r.kind == "ModelDeployment"}
     problems: list[tuple[str, str]] = []

@@ -7,6 +7,12 @@ API server would prune is a violation), its ModelDeployment webhook rules, and t
 Each finding the API server or the operator would refuse becomes a violation on the object's URN,
 with the operator's message verbatim; valid objects say nothing. At preview a finding that rests on
 a value not yet known (:func:`waiting_objects`) waits for it; every other one is still refused.
+
+Which operator: a policy pack is not given the stack's configuration, so the stack writes
+``gpu-fabric:gpustackOperator`` onto the inputs of its gpu-fabric components (GpuFabric, ModelDeployment,
+KVCache: ``gpustackOperator``), and :func:`stack_operator` reads it there. A stack without such a
+component is judged under the default (0.10.0); components naming different versions are a violation,
+since one cluster runs one operator.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 
 from gpu_fabric.config.shapes import UNKNOWN, unknown_paths
 from gpu_fabric.gpustack.findings import Finding
+from gpu_fabric.gpustack.profiles import Profile, UnknownOperatorVersion, default_profile, profile_for
 from gpu_fabric.gpustack.transfer import GPUSTACK_GROUP, analyze
 from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, stack_resources
 
@@ -26,6 +33,25 @@ DEFAULT_NAMESPACE = "default"
 def gpustack_objects(resources: list[Resource]) -> list[Resource]:
     """The resources carrying a ``worker.gpustack.ai`` manifest."""
     return [r for r in resources if r.is_kubernetes_object and r.api_group == GPUSTACK_GROUP]
+
+
+def stack_operator(resources: list[Resource]) -> tuple[Profile | None, str | None]:
+    """The operator profile the stack's gpu-fabric components name, and the problem with it (or ``None``).
+
+    ``(profile, None)`` when they agree on a known version (or name none: the default);
+    ``(None, problem)`` when they disagree or name an unknown version.
+    """
+    named = sorted({version for r in resources if r.type.startswith("gpu-fabric:index:")
+                    if (version := known_str(r.props.get("gpustackOperator")))})
+    if len(named) > 1:
+        return None, (f"the stack's components name different GPUStack operator versions ({', '.join(named)}); "
+                      "one cluster runs one operator: set gpu-fabric:gpustackOperator once")
+    if not named:
+        return default_profile(), None
+    try:
+        return profile_for(named[0]), None
+    except UnknownOperatorVersion as error:
+        return None, f"gpustackOperator: {error}"
 
 
 def manufacturers_of_pools(resources: list[Resource]) -> dict[str, str | None]:
@@ -91,9 +117,13 @@ def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     if not objects:
         return
     urns: Mapping[tuple[str, str, str], str] = {_key_of(r): r.urn for r in objects}
+    profile, problem = stack_operator(resources)
+    if profile is None:
+        report_violation(str(problem))
+        return
     waiting = waiting_objects(objects)
     report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(resources),
-                     default_namespace=DEFAULT_NAMESPACE)
+                     default_namespace=DEFAULT_NAMESPACE, operator=profile)
     for finding in report.errors:
         if _finding_key(finding) in waiting or str(UNKNOWN) in str(finding):
             continue  # rests on a value unknown at preview: decided when it is known
@@ -116,7 +146,8 @@ transfer_path_consistency = StackValidationPolicy(
     tags=["gpustack", "transfer", "kv-cache", "rdma", "efa"],
     remediation_steps=(
         "Follow the message: it names the field and, where the operator has one, its own words. For a "
-        "pruned field write the schema's field instead (engine.image -> roles[].image or engine.version). "
+        "field the operator line lacks, write the spelling the message names (gpu-fabric:gpustackOperator picks "
+        "the line: 0.10 takes engine.image and instanceType, 0.11 acceleratorType). "
         "For interfaces, give the deployment an effective fabric leg for the interfaces it requests: either a "
         "kvCache.poolRef whose KVCacheBackend (and every member group) uses RDMA or EFA, or a router, "
         "Prefill/Decode roles, the vLLM engine and kvTransfer.protocol RDMA/EFA. Otherwise drop "

@@ -215,8 +215,11 @@ class EngineArgs(TypedDict, total=False):
 
     name: Required[str]
     """``vLLM`` or ``SGLang``."""
+    image: pulumi.Input[str]
+    """Runner image every role without its own image runs (GPUStack operator 0.9 and later; required there
+    unless every role names one). ``main@5cfac77b`` has no such field."""
     version: str
-    """Engine version."""
+    """Engine version (``main@5cfac77b`` synthesizes runner images from it; released lines do not)."""
 
 
 class RouterArgs(TypedDict, total=False):
@@ -245,6 +248,8 @@ class KvTransferArgs(TypedDict, total=False):
 
     protocol: str
     """``Auto``, ``TCP``, ``RDMA``, ``EFA``, ``CANN`` or ``ROCM``."""
+    backend: str
+    """The direct connector's backend (GPUStack operator 0.11 and later)."""
 
 
 class KvCacheRefArgs(TypedDict, total=False):
@@ -269,6 +274,12 @@ class RoleResourcesArgs(TypedDict, total=False):
     """Partition profile of a partitioned accelerator."""
     interface: str
     """Fabric interfaces per Pod (a quantity)."""
+    cpu: str
+    """CPU per Pod (a quantity; GPUStack operator 0.11 and later)."""
+    ram: str
+    """Memory per Pod (a quantity; GPUStack operator 0.11 and later)."""
+    local_storage: str
+    """Local storage per Pod (a quantity; GPUStack operator 0.11 and later)."""
 
 
 class EnvVarArgs(TypedDict, total=False):
@@ -330,7 +341,7 @@ class ElasticEpArgs(TypedDict, total=False):
 
 
 class RoleArgs(TypedDict, total=False):
-    """One role of a ModelDeployment: replicas on one InstanceType."""
+    """One role of a ModelDeployment: replicas on one pool (InstanceType, or AcceleratorType from operator 0.11)."""
 
     name: Required[str]
     """Role name (a DNS label)."""
@@ -340,8 +351,10 @@ class RoleArgs(TypedDict, total=False):
     """Replicas of the role."""
     size: int
     """Pods per replica."""
-    instance_type: Required[str]
-    """The InstanceType (pool) the role runs on."""
+    instance_type: str
+    """The InstanceType (pool) the role runs on (GPUStack operator up to 0.10 and ``main@5cfac77b``)."""
+    accelerator_type: str
+    """The AcceleratorType (pool) the role runs on (GPUStack operator 0.11 and later); set it or ``instance_type``."""
     resources: RoleResourcesArgs
     """Per-Pod resources."""
     image: pulumi.Input[str]
@@ -459,6 +472,8 @@ class LeaderArgs(TypedDict, total=False):
     """Extra environment."""
     high_availability: Mapping[str, Any]
     """High-availability settings, as the operator takes them."""
+    election_backend: str
+    """How the leader elects (GPUStack operator 0.11 and later; its docs show ``None``)."""
 
 
 class ManagedArgs(TypedDict, total=False):

@@ -125,6 +125,9 @@ class GpuFabricArgs(TypedDict, total=False):
     """``gpustack`` (default: the operator owns ClusterQueues) or ``standalone`` (this stack owns them)."""
     gpustack_api_version: str
     """``v1alpha1`` (default: the version the operator's CRDs serve) or ``v1`` (its aggregated API)."""
+    gpustack_operator: str
+    """The GPUStack operator release the cluster runs (``0.10.0`` by default, ``0.9.2``, ``0.11.2``, any patch
+    of those lines, or ``main@5cfac77b``): it decides the schema and admission rules (docs/gpustack-api-version.md)."""
     namespaces: Required[Sequence[str]]
     """Tenant namespaces."""
     pools: Required[Sequence[PoolArgs]]
@@ -200,6 +203,7 @@ class GpuFabric(pulumi.ComponentResource):
         # Stack-wide facts ride on the component's inputs so that policies can read them at preview.
         super().__init__("gpu-fabric:index:GpuFabric", name, {
             "queueOwner": config.queue_owner,
+            "gpustackOperator": config.gpustack_operator,
             "devicePlugins": config.device_plugins.model_dump(by_alias=True, exclude_none=True),
         }, opts)
         self.config: FabricConfig = config
@@ -262,7 +266,7 @@ class GpuFabric(pulumi.ComponentResource):
             # Depend on the exact LocalQueues the roles enter and the exact cache objects the
             # deployment reads (a component dependency would expand to every child, which grows
             # with the fleet squared).
-            queues = {role.instance_type: self.kueue_pools[role.instance_type].local_queue_resources[deployment.namespace]
+            queues = {role.pool: self.kueue_pools[role.pool].local_queue_resources[deployment.namespace]
                       for role in deployment.roles}
             caches = (self.kv_cache.objects_for_binding(deployment.namespace, deployment.kv_cache.pool_ref.name)
                       if self.kv_cache is not None and deployment.kv_cache is not None else [])
@@ -270,6 +274,7 @@ class GpuFabric(pulumi.ComponentResource):
                 f"{name}-{deployment.namespace}-{deployment.name}", {
                     "deployment": cast(DeploymentArgs, inputs.restore(deployment.model_dump(exclude_none=True))),
                     "api_version": config.gpustack_api_version,
+                    "gpustack_operator": config.gpustack_operator,
                     "cache_objects": cache_objects,
                     "manufacturers": manufacturers,
                 }, child_options(self, [*queues.values(), *caches]))
@@ -317,6 +322,7 @@ class GpuFabric(pulumi.ComponentResource):
             "pools": dump(config.kv_cache_pools),
             "bindings": dump(config.kv_cache_pool_bindings),
             "api_version": config.gpustack_api_version,
+            "gpustack_operator": config.gpustack_operator,
         }, child_options(self))
 
 

@@ -9,6 +9,7 @@ from gpu_fabric.gpustack.objects import kv_cache_backend, kv_cache_pool, kv_cach
 from gpu_fabric.config.constants import DEFAULT_API_VERSION
 from gpu_fabric.resources.args import KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
+from gpu_fabric.resources.model_deployment import operator_profile
 from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, qualified_name, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.config.base import ConfigError, SpecModel
@@ -27,6 +28,7 @@ PLAIN_REASONS = {
     "pools": "each pool is a resource",
     "bindings": "each binding is a resource",
     "api_version": "it decides the objects' apiVersion",
+    "gpustack_operator": "it decides the schema and admission rules the objects are held to",
 }
 
 
@@ -41,6 +43,9 @@ class KVCacheArgs(TypedDict, total=False):
     """KVCachePoolBindings (namespaced)."""
     api_version: str
     """``v1alpha1`` (default: the version the operator's CRDs serve) or ``v1`` (its aggregated API)."""
+    gpustack_operator: str
+    """The GPUStack operator release the cluster runs (``0.10.0`` by default, ``0.9.2``, ``0.11.2``, any patch
+    of those lines, or ``main@5cfac77b``): it decides the schema and admission rules (docs/gpustack-api-version.md)."""
 
 
 class KVCacheObjects:
@@ -54,7 +59,8 @@ class KVCacheObjects:
         self.backends = [kv_cache_backend(b, version) for b in backends]
         self.pools = [kv_cache_pool(p, version) for p in pools]
         self.bindings = [kv_cache_pool_binding(b, version) for b in bindings]
-        refused = analyze([*self.backends, *self.pools, *self.bindings]).errors
+        self.operator = operator_profile(args, "KVCache")
+        refused = analyze([*self.backends, *self.pools, *self.bindings], operator=self.operator).errors
         if refused:
             raise InvalidInputError(((f"{f.object_ref}.{f.path}", f.message) for f in refused), "KVCache")
 
@@ -73,7 +79,8 @@ class KVCache(pulumi.ComponentResource):
         inputs = DeferredInputs("KVCache", args, KVCacheArgs, DEFERRABLE, PLAIN_REASONS)
         objects = KVCacheObjects(inputs.values)
         inputs.check_on_resolve(KVCacheObjects)
-        super().__init__("gpu-fabric:index:KVCache", name, {}, opts)
+        # The operator version rides on the component's inputs: the policy pack reads it at preview.
+        super().__init__("gpu-fabric:index:KVCache", name, {"gpustackOperator": objects.operator.assumed}, opts)
 
         self.backends: dict[str, pulumi.CustomResource] = {
             m["metadata"]["name"]: register_manifest(f"{name}-backend-{m['metadata']['name']}", inputs.restore(m), child_options(self))

@@ -13,9 +13,11 @@ from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.serving import ModelDeploymentSpec
+from gpu_fabric.gpustack.profiles import DEFAULT_GPUSTACK_OPERATOR, Profile, UnknownOperatorVersion, profile_for
 from gpu_fabric.gpustack.transfer import TransferReport, analyze
 
 DEFERRABLE = (
+    ("deployment", "engine", "image"),
     ("deployment", "router", "image"),
     ("deployment", "roles", ANY, "image"),
 )
@@ -24,6 +26,7 @@ DEFERRABLE = (
 PLAIN_REASONS = {
     "deployment": "its roles and resources are admitted offline before registration; only images may be Outputs",
     "api_version": "it decides the object's apiVersion",
+    "gpustack_operator": "it decides the schema and admission rules the deployment is held to",
     "cache_objects": "the transfer analysis reads them before registration",
     "manufacturers": "the transfer analysis reads them before registration",
 }
@@ -36,11 +39,22 @@ class ModelDeploymentArgs(TypedDict, total=False):
     """The deployment: ``name``, ``namespace`` and the spec fields."""
     api_version: str
     """``v1alpha1`` (default: the version the operator's CRDs serve) or ``v1`` (its aggregated API)."""
+    gpustack_operator: str
+    """The GPUStack operator release the cluster runs (``0.10.0`` by default, ``0.9.2``, ``0.11.2``, any patch
+    of those lines, or ``main@5cfac77b``): it decides the schema and admission rules (docs/gpustack-api-version.md)."""
     cache_objects: Sequence[Mapping[str, Any]]
     """Manifests of the KVCachePoolBinding, KVCachePool and KVCacheBackend that ``kv_cache.pool_ref``
     resolves to; required when the deployment requests interfaces through a cache leg."""
     manufacturers: Mapping[str, str]
     """InstanceType name -> accelerator manufacturer, when the name does not tell it."""
+
+
+def operator_profile(args: Mapping[str, Any], component: str) -> Profile:
+    """The profile of a component's ``gpustack_operator`` argument (default 0.10.0); refused naming the property."""
+    try:
+        return profile_for(args.get("gpustack_operator") or DEFAULT_GPUSTACK_OPERATOR)
+    except UnknownOperatorVersion as error:
+        raise InvalidInputError([("gpustack_operator", str(error))], component) from None
 
 
 def admit_model_deployment(args: Mapping[str, Any]) -> tuple[ModelDeploymentSpec, dict[str, Any], TransferReport]:
@@ -51,7 +65,8 @@ def admit_model_deployment(args: Mapping[str, Any]) -> tuple[ModelDeploymentSpec
         raise InvalidInputError(ConfigError.from_validation_error(error, ("deployment",)).problems, "ModelDeployment") from None
     manifest = model_deployment(deployment, args.get("api_version") or DEFAULT_API_VERSION)
     cache_objects = args.get("cache_objects") or []
-    report = analyze([manifest, *cache_objects], manufacturers=args.get("manufacturers") or {})
+    report = analyze([manifest, *cache_objects], manufacturers=args.get("manufacturers") or {},
+                     operator=operator_profile(args, "ModelDeployment"))
     if report.errors:
         raise InvalidInputError(((f"deployment.{f.path.removeprefix('spec.')}", f.message) for f in report.errors),
                                 "ModelDeployment")
@@ -72,7 +87,9 @@ class ModelDeployment(pulumi.ComponentResource):
         inputs = DeferredInputs("ModelDeployment", args, ModelDeploymentArgs, DEFERRABLE, PLAIN_REASONS)
         deployment, manifest, report = admit_model_deployment(inputs.values)
         inputs.check_on_resolve(admit_model_deployment)
-        super().__init__("gpu-fabric:index:ModelDeployment", name, {}, opts)
+        # The operator version rides on the component's inputs: the policy pack reads it at preview.
+        super().__init__("gpu-fabric:index:ModelDeployment", name,
+                         {"gpustackOperator": operator_profile(inputs.values, "ModelDeployment").assumed}, opts)
 
         resource = register_manifest(f"{name}-deployment", inputs.restore(manifest), child_options(self))
         self.deployment = resource

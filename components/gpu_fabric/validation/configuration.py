@@ -20,12 +20,14 @@ from gpu_fabric.gpustack.objects import gpustack_manifests
 from gpu_fabric.kube.kueue import pool_quotas
 from gpu_fabric.plan.efa_domains import domains_from_config
 from gpu_fabric.plan.fabric_plan import coverage_gaps, topology_agent_problems
+from gpu_fabric.validation.fabric_facts import advertiser_problems, instance_fact_problems
 from gpu_fabric.validation.pack_verdicts import pack_problems
 from gpu_fabric.config.quantity import parse_quantity, whole_count
 from gpu_fabric.config.base import ConfigError, number_problems
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.config.pool import PoolSpec
 from gpu_fabric.config.syntax import region_of_zone
+from gpu_fabric.gpustack.profiles import UnknownOperatorVersion, profile_for
 from gpu_fabric.gpustack.transfer import analyze
 
 
@@ -42,8 +44,11 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         config = FabricConfig.model_validate(dict(values))
     except ValidationError as error:
         raise ConfigError.from_validation_error(error) from None
-    problems = list(_reference_problems(config))
+    problems = list(_operator_problems(config))
+    problems.extend(_reference_problems(config))
     problems.extend(_aws_target_problems(config, aws_region))
+    # Independent of every other rule: reported beside them, never in their way.
+    fact_problems = list(instance_fact_problems(config))
     if not problems:
         problems.extend(_coverage_problems(config))
         problems.extend(_topology_agent_problems(config))
@@ -54,11 +59,22 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         # Domains read the transfer legs, so they are decided once the legs are admissible.
         problems.extend(_domain_problems(config))
     if not problems:
+        problems.extend(advertiser_problems(config))
+    if not problems:
         # What a mandatory policy of the pack refuses from configuration alone, the stack refuses too.
         problems.extend(pack_problems(config))
+    problems.extend(fact_problems)
     if problems:
         raise ConfigError(problems)
     return config
+
+
+def _operator_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+    """The operator version must be one gpu-fabric mirrors: it decides every GPUStack object's schema and rules."""
+    try:
+        profile_for(config.gpustack_operator)
+    except UnknownOperatorVersion as error:
+        yield "gpustackOperator", str(error)
 
 
 def _aws_target_problems(config: FabricConfig, aws_region: Optional[str]) -> Iterable[tuple[str, str]]:
@@ -133,9 +149,10 @@ def _reference_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
                    f"{deployment.namespace} ({_listing(name for ns, name in bindings if ns == deployment.namespace)})")
         for j, role in enumerate(deployment.roles):
             path = f"modelDeployments[{i}].roles[{j}]"
-            role_pool = config.pool(role.instance_type)
+            role_pool = config.pool(role.pool)
             if role_pool is None:
-                yield f"{path}.instanceType", f"names no pool of this stack ({_listing(p.name for p in config.pools)})"
+                field = "instanceType" if role.instance_type is not None else "acceleratorType"
+                yield f"{path}.{field}", f"names no pool of this stack ({_listing(p.name for p in config.pools)})"
                 continue
             yield from _role_fits_pool(path, role.resources.accelerator, role.resources.interface, role_pool)
 
@@ -178,6 +195,7 @@ def _transfer_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
     report = analyze(
         gpustack_manifests(config),
         manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},
+        operator=config.gpustack_operator,
     )
     deployment_position: dict[tuple[Optional[str], str], int] = {
         (d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}

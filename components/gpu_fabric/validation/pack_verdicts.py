@@ -50,7 +50,8 @@ def _member_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
     from gpu_fabric.gpustack.transfer import analyze
 
     report = analyze(gpustack_manifests(config),
-                     manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools})
+                     manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},
+                     operator=config.gpustack_operator)
     position = {backend.name: i for i, backend in enumerate(config.kv_cache_backends)}
     pools = _pool_facts(config)
     for grant in report.member_grants:

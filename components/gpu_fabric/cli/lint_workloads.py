@@ -1,0 +1,92 @@
+"""``gpu-fabric lint --stack NAME [--project DIR] FILE...``: manifests judged against one stack's pools.
+
+The stack file is validated as ``render`` validates it (:func:`gpu_fabric.validation.configuration.load_config`),
+then every workload of the files (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
+LeaderWorkerSet) is judged on the pools it lands on (:func:`gpu_fabric.kube.workloads.judge_workloads`)
+and every DaemonSet of the files, beside the stack's own device plugins, by
+:func:`gpu_fabric.kube.advertisers.advertiser_findings` -- the same functions the policy pack runs.
+
+Each finding names the file, the object and the field. Objects of other kinds are passed over and
+counted; a pod template that lands on none of the stack's pools is reported as not judged.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+
+
+def _stack_config(stack: str, project: Path) -> Any:
+    """The validated configuration of ``stack``; raises the render's errors (stack missing, bad file, bad config)."""
+    from gpu_fabric.config.fabric import CONFIG_NAMESPACE
+    from gpu_fabric.program.render import load_stack_config
+    from gpu_fabric.validation.configuration import load_config
+
+    raw = load_stack_config(project, stack)
+    prefix = f"{CONFIG_NAMESPACE}:"
+    # Secret values (``{secure: ...}``) cannot be read offline; the pools never are secret.
+    values = {key[len(prefix):]: value for key, value in raw.items()
+              if key.startswith(prefix) and not (isinstance(value, dict) and set(value) == {"secure"})}
+    return load_config(values, aws_region=raw.get("aws:region") if isinstance(raw.get("aws:region"), str) else None)
+
+
+def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str, Any], str]]) -> int:
+    """Print the stack verdicts over ``read`` (``(manifest, file)`` pairs); return the exit code they mean."""
+    from gpu_fabric.config.base import ConfigError
+    from gpu_fabric.config.stack_file import StackFileError
+    from gpu_fabric.kube.advertisers import advertiser_findings
+    from gpu_fabric.kube.workloads import WorkloadShapeError, judge_workloads, object_ref
+    from gpu_fabric.program.render import StackNotFoundError
+    from gpu_fabric.validation.fabric_facts import stack_device_plugin_daemonsets, stack_fabric_pools
+
+    try:
+        config = _stack_config(stack, project)
+    except (ConfigError, StackFileError) as error:
+        print(f"gpu-fabric lint: stack {stack}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except StackNotFoundError as error:
+        print(f"gpu-fabric lint: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    pools = stack_fabric_pools(config)
+    sources = {object_ref(manifest): source for manifest, source in read}
+    manifests = [manifest for manifest, _ in read]
+    shape_problems = []
+    for manifest, source in read:
+        try:
+            judge_workloads([manifest], [])
+        except WorkloadShapeError as error:
+            shape_problems.append(f"{source}: {error}")
+    if shape_problems:
+        for problem in shape_problems:
+            print(f"gpu-fabric lint: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+
+    report = judge_workloads(manifests, pools)
+    files_daemonsets = [m for m in manifests if m.get("kind") == "DaemonSet"]
+    in_files = {object_ref(daemonset) for daemonset in files_daemonsets}
+    # The stack's own plugins count unless the files carry them (a render's k8s/ output): once, as the files have them.
+    own = [d for d in stack_device_plugin_daemonsets(config) if object_ref(d) not in in_files]
+    advertisers = advertiser_findings(pools, [*own, *files_daemonsets])
+    own_refs = {object_ref(daemonset) for daemonset in own}
+
+    lines = [f"stack {stack}: {len(pools)} pools ({', '.join(f'{p.name} ({p.fabric})' for p in pools)})"]
+    for finding in report.findings:
+        lines.append(f"{finding.severity.upper()} {sources.get(finding.object_ref, '?')}: {finding.object_ref} "
+                     f"{finding.path} (pool {finding.pool}): {finding.message} [{finding.rule}]")
+    for advertiser in advertisers:
+        source = sources.get(advertiser.object_ref) or (f"stack {stack}" if advertiser.object_ref in own_refs else "?")
+        lines.append(f"{advertiser.severity.upper()} {source}: {advertiser.object_ref} {advertiser.path} (pool {advertiser.pool}): "
+                     f"{advertiser.message} [{advertiser.rule}]")
+    for ref, path, why in report.not_judged:
+        lines.append(f"NOT JUDGED {sources.get(ref, '?')}: {ref} {path}: {why}")
+    errors = len(report.errors) + sum(1 for f in advertisers if f.severity == "error")
+    warnings = len(report.warnings) + sum(1 for f in advertisers if f.severity == "warning")
+    lines.append(f"{len(report.judged)} pod templates judged, {len(report.not_judged)} not judged, "
+                 f"{report.device_plugins} device-plugin DaemonSets checked as advertisers, "
+                 f"{report.passed_over} objects of other kinds passed over; "
+                 f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}")
+    print("\n".join(lines))
+    return EXIT_FINDINGS if errors else EXIT_OK

@@ -1,0 +1,100 @@
+"""What one GPUStack operator release line looks like to gpu-fabric: the :class:`Profile`.
+
+A profile holds, for one line, every fact a builder, a policy or ``lint`` needs to decide as that
+line's API server and admission webhooks would: which CRD schemas (and whether they were transcribed
+from the operator's Go or derived from another line plus documented changes), what to write instead
+of a field the line does not have, which fields the sources leave open, which engine rule its
+webhook runs, and where each fact came from. Callers ask the profile; nothing else branches on a
+version string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
+
+EngineRule = Callable[[Mapping[str, Any], "Profile"], list[tuple[str, str, str]]]
+"""An object-only admission rule over a ModelDeployment ``spec`` under a profile:
+``(path, message, severity)`` findings (severity ``error`` or ``warning``)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one fact of a profile comes from: a docs page (URL and version) or a Go file at a commit."""
+
+    fact: str
+    where: str
+
+
+@dataclass(frozen=True)
+class FieldNote:
+    """A field of ``kind`` (dotted path, ``[]`` for list items) with something to say about it.
+
+    Used two ways: as a *hint* (the line does not have the field; ``note`` says what to write instead)
+    and as an *unconfirmed* field (the line's schema keeps it, but no source read says whether the
+    release still has it; ``note`` says what is known).
+    """
+
+    kind: str
+    path: str
+    note: str
+    """The text; ``{version}`` in it stands for the version the user named."""
+    source: str = ""
+    rename_to: str = ""
+    """For a hint: the field's name on this line when it is the same field spelt differently
+    (``instanceType`` -> ``acceleratorType``); the refusal then quotes the value to move."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One operator release line's API: schema, field model, defaults, admission and provenance."""
+
+    line: str
+    """The line's name as users write it: ``0.9``, ``0.10``, ``0.11`` or ``main@5cfac77b``."""
+    releases: tuple[str, ...]
+    """The releases of the line whose docs were read (``0.10.0``); any patch of the line is accepted."""
+    summary: str
+    """One line: what this profile mirrors and how sure it is."""
+    schema_folder: str
+    """Folder under ``gpu_fabric/data/gpustack-operator/`` holding the CRD schemas or their derivation
+    (``changes.yaml``, applied to ``derived_from``'s schemas); ``""`` is the pin's folder itself."""
+    pool_field: str
+    """The role field naming the pool (``instanceType``, or ``acceleratorType`` from 0.11)."""
+    engine_rule: EngineRule
+    """The webhook's engine rule: engine version for synthesized images (pin), or a required image."""
+    schema_basis: str
+    """``transcribed`` (read from ``zz_generated.crds.go`` at a commit) or ``derived`` (another line's
+    schema plus the changes its docs state)."""
+    hints: tuple[FieldNote, ...] = ()
+    """Fields this line does not have, with what to write instead (named in the refusal)."""
+    unconfirmed: tuple[FieldNote, ...] = ()
+    """Fields kept in the schema that no source confirms for this line: reported as warnings."""
+    sources: tuple[Source, ...] = ()
+    """Where every fact of the profile comes from."""
+    docs: str = ""
+    """The line's docs root (``https://docs.gpustack.ai/gpustack-operator/v0.10.0/``), or ``""``."""
+    version: str = ""
+    """The version the user named (``0.10.3``); ``""`` until :meth:`for_version` sets it."""
+
+    @property
+    def assumed(self) -> str:
+        """The version decisions are made for: what the user named, else the line's newest documented release."""
+        return self.version or (self.releases[-1] if self.releases else self.line)
+
+    def for_version(self, version: str) -> "Profile":
+        """This profile, remembering the exact version the user named (messages quote it)."""
+        return replace(self, version=version)
+
+    def hint(self, kind: str, path: str) -> FieldNote | None:
+        """What to write instead of ``kind``'s ``path`` (indices removed) when this line lacks it."""
+        return next((note for note in self.hints if note.kind == kind and note.path == path), None)
+
+    def unconfirmed_note(self, kind: str, path: str) -> FieldNote | None:
+        """The note on an unconfirmed field, or ``None`` when the field is confirmed (or absent)."""
+        return next((note for note in self.unconfirmed if note.kind == kind and note.path == path), None)
+
+    def describe(self) -> str:
+        """One line for ``gpu-fabric --version``: the line, its releases, how sure it is, and where it was read."""
+        releases = ", ".join(self.releases) if self.releases else "no release"
+        where = self.docs or (self.sources[0].where if self.sources else "")
+        return f"{self.line} ({releases}): {self.summary}; read at {where} ({len(self.sources)} sources)"

@@ -1,0 +1,552 @@
+"""Any workload on a fabric pool: the pod-template rules ``gpu-fabric lint --stack`` and the pack share (pure).
+
+vLLM, SGLang, Dynamo and training jobs also run as plain Pods, Deployments, StatefulSets, DaemonSets,
+Jobs, CronJobs and LeaderWorkerSets. Their KV transfer (NIXL over UCX or libfabric, Mooncake, NCCL)
+falls back to TCP without a word when its settings disagree with the fabric. :func:`judge_workloads`
+finds the pools each pod template lands on -- ``nodeSelector``, required node affinity and
+tolerations, with :func:`gpu_fabric.kube.coverage.pod_schedules_on`, the matching device-plugin
+coverage uses -- and applies :data:`RULES` per container and fabric pool.
+
+A template that lands on no pool of the stack is reported as *not judged* (never passed silently);
+one that lands only on pools without a fabric has nothing to judge. Shapes Kubernetes would refuse
+(a ``containers`` that is not a list, a ``nodeSelector`` value that is not a string) are
+:class:`WorkloadShapeError`, naming the path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from gpu_fabric.config import constants
+from gpu_fabric.kube.coverage import PoolPlacement, pod_schedules_on
+from gpu_fabric.kube.engine_flags import EngineSettings, read_container
+
+EFA_RESOURCE = constants.EFA_RESOURCE
+RDMA_RESOURCE = constants.RDMA_RESOURCE
+RDMA_SHARED_RESOURCE = constants.RDMA_SHARED_RESOURCE
+RDMA_PARTITIONED_RESOURCE = constants.RDMA_PARTITIONED_RESOURCE
+FABRIC_RESOURCES = (EFA_RESOURCE, RDMA_RESOURCE, RDMA_SHARED_RESOURCE, RDMA_PARTITIONED_RESOURCE)
+"""The fabric keys gpu-fabric's advertisers serve: the EFA plugin's and GPUStack's Device Manager's."""
+HUGEPAGES_2MI = "hugepages-2Mi"
+
+ERROR, WARNING = "error", "warning"
+
+
+# ---------------------------------------------------------------------------------------------
+# Pod templates
+# ---------------------------------------------------------------------------------------------
+
+# kind -> the paths of its pod templates' ``spec`` (a Pod is its own template).
+POD_TEMPLATE_PATHS: Mapping[str, tuple[tuple[str, ...], ...]] = {
+    "Pod": ((),),
+    "Deployment": (("template",),),
+    "StatefulSet": (("template",),),
+    "DaemonSet": (("template",),),
+    "ReplicaSet": (("template",),),
+    "Job": (("template",),),
+    "CronJob": (("jobTemplate", "spec", "template"),),
+    # leaderworkerset.x-k8s.io/v1: the leader template is optional, the worker template required.
+    "LeaderWorkerSet": (("leaderWorkerTemplate", "leaderTemplate"), ("leaderWorkerTemplate", "workerTemplate")),
+}
+WORKLOAD_KINDS = tuple(POD_TEMPLATE_PATHS)
+
+
+class WorkloadShapeError(ValueError):
+    """A workload whose pod template Kubernetes would refuse; ``path`` names the field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path, self.message = path, message
+        super().__init__(f"{path}: {message}")
+
+
+def _kind_of(value: Any) -> str:
+    return {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), f"a {type(value).__name__}")
+
+
+def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise WorkloadShapeError(path, f"must be a mapping, not {_kind_of(value)}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise WorkloadShapeError(path, f"must be a list, not {_kind_of(value)}")
+    return value
+
+
+def pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """``(path of the pod spec, pod spec)`` of every pod template of a workload; ``[]`` for other kinds."""
+    kind = obj.get("kind")
+    if kind not in POD_TEMPLATE_PATHS:
+        return []
+    templates = []
+    spec = _mapping(obj.get("spec"), "spec")
+    for template_path in POD_TEMPLATE_PATHS[str(kind)]:
+        node, path = spec, "spec"
+        for key in template_path:
+            path = f"{path}.{key}"
+            node = _mapping(node.get(key), path)
+        if template_path:
+            if not node:
+                if template_path[-1] == "leaderTemplate":
+                    continue
+                raise WorkloadShapeError(path, "is missing: a workload needs a pod template")
+            path = f"{path}.spec"
+            node = _mapping(node.get("spec"), path)
+        _check_pod_spec(node, path)
+        templates.append((path, node))
+    return templates
+
+
+def _check_pod_spec(pod_spec: Mapping[str, Any], path: str) -> None:
+    """Refuse the shapes the API server refuses in the fields the rules read."""
+    containers = _list(pod_spec.get("containers"), f"{path}.containers")
+    if not containers:
+        raise WorkloadShapeError(f"{path}.containers", "a pod template needs at least one container")
+    for key in ("containers", "initContainers"):
+        for i, container in enumerate(_list(pod_spec.get(key), f"{path}.{key}")):
+            where = f"{path}.{key}[{i}]"
+            container = _mapping(container, where)
+            for list_key in ("command", "args", "env", "envFrom", "volumeMounts"):
+                for j, item in enumerate(_list(container.get(list_key), f"{where}.{list_key}")):
+                    if list_key in ("env", "envFrom", "volumeMounts"):
+                        _mapping(item, f"{where}.{list_key}[{j}]")
+            resources = _mapping(container.get("resources"), f"{where}.resources")
+            for section in ("requests", "limits"):
+                _mapping(resources.get(section), f"{where}.resources.{section}")
+    for key, value in _mapping(pod_spec.get("nodeSelector"), f"{path}.nodeSelector").items():
+        if not isinstance(value, str):
+            raise WorkloadShapeError(f"{path}.nodeSelector.{key}", f"must be a string, not {_kind_of(value)}")
+    for i, toleration in enumerate(_list(pod_spec.get("tolerations"), f"{path}.tolerations")):
+        _mapping(toleration, f"{path}.tolerations[{i}]")
+    affinity = _mapping(pod_spec.get("affinity"), f"{path}.affinity")
+    node_affinity = _mapping(affinity.get("nodeAffinity"), f"{path}.affinity.nodeAffinity")
+    required_path = f"{path}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required = _mapping(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"), required_path)
+    for i, term in enumerate(_list(required.get("nodeSelectorTerms"), f"{required_path}.nodeSelectorTerms")):
+        term = _mapping(term, f"{required_path}.nodeSelectorTerms[{i}]")
+        for j, expression in enumerate(_list(term.get("matchExpressions"), f"{required_path}.nodeSelectorTerms[{i}].matchExpressions")):
+            _mapping(expression, f"{required_path}.nodeSelectorTerms[{i}].matchExpressions[{j}]")
+    for i, volume in enumerate(_list(pod_spec.get("volumes"), f"{path}.volumes")):
+        _mapping(_mapping(volume, f"{path}.volumes[{i}]").get("hostPath"), f"{path}.volumes[{i}].hostPath")
+
+
+# ---------------------------------------------------------------------------------------------
+# Pools
+# ---------------------------------------------------------------------------------------------
+
+
+def advertised_fabric_keys(fabric: str, partitioned_interfaces: int | None = None) -> frozenset[str]:
+    """The fabric keys a pool's advertiser serves on its nodes.
+
+    EFA pools: ``vpc.amazonaws.com/efa`` (AWS's EFA plugin). RDMA pools: GPUStack's Device Manager
+    registers ``rdma``, ``rdma.shared`` and ``rdma.partitioned`` on every node it serves, the last at
+    zero without SR-IOV virtual functions (research/gpustack-operator.md, "RDMA device-plugin
+    servers"), so ``.partitioned`` counts only where the pool has partitioned interfaces (or their
+    number is unknown).
+    """
+    if fabric == "efa":
+        return frozenset({EFA_RESOURCE})
+    if fabric == "rdma":
+        keys = {RDMA_RESOURCE, RDMA_SHARED_RESOURCE}
+        if partitioned_interfaces is None or partitioned_interfaces > 0:
+            keys.add(RDMA_PARTITIONED_RESOURCE)
+        return frozenset(keys)
+    return frozenset()
+
+
+@dataclass(frozen=True)
+class FabricPool:
+    """A pool as the workload rules see it: where its nodes are (placement) and which fabric keys they offer."""
+
+    placement: PoolPlacement
+    advertised: frozenset[str]
+    instance_types: tuple[str, ...] = ()
+    """EC2 instance types of the pool's node group, when the stack provisions it."""
+
+    @property
+    def name(self) -> str:
+        return self.placement.name
+
+    @property
+    def fabric(self) -> str:
+        return self.placement.fabric
+
+    @classmethod
+    def of(cls, name: str, fabric: str, labels: Mapping[str, str], taints: Sequence[Mapping[str, Any]] = (),
+           manufacturer: str | None = None, partitioned_interfaces: int | None = None,
+           instance_types: Sequence[str] = ()) -> "FabricPool":
+        """Build from plain facts (a pool spec's, or a policy's reading of resource inputs)."""
+        return cls(PoolPlacement(name, fabric, dict(labels), tuple(taints), manufacturer),
+                   advertised_fabric_keys(fabric, partitioned_interfaces), tuple(instance_types))
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkloadFinding:
+    """One rule's verdict on one container (or pod template) landing on one pool."""
+
+    severity: str
+    rule: str
+    object_ref: str
+    path: str
+    pool: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ContainerView:
+    """What the rules read of one container on one pool."""
+
+    pod_path: str
+    pod_spec: Mapping[str, Any]
+    path: str
+    container: Mapping[str, Any]
+    settings: EngineSettings
+    pool: FabricPool
+
+    def requested(self) -> dict[str, str]:
+        """Resource name -> the field path that requests or limits it."""
+        found: dict[str, str] = {}
+        resources = self.container.get("resources") or {}
+        for section in ("limits", "requests"):
+            for key in resources.get(section) or {}:
+                # Resource names hold dots and slashes: bracketed, so the path stays readable.
+                found.setdefault(str(key), f'{self.path}.resources.{section}["{key}"]')
+        return found
+
+    def fabric_keys(self) -> dict[str, str]:
+        return {key: where for key, where in self.requested().items() if key in FABRIC_RESOURCES}
+
+    def env(self, name: str) -> tuple[str, str] | None:
+        setting = self.settings.env.get(name)
+        return (str(setting.value), setting.path) if setting is not None else None
+
+
+Rule = Callable[[ContainerView], Iterable[tuple[str, str, str]]]
+"""A rule yields ``(severity, path, message)`` for one container on one pool."""
+
+
+def _unadvertised_keys(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    # A key no advertiser serves on the pool's nodes keeps the pod Pending (Insufficient <key>), and
+    # on an EFA pool a GPUStack RDMA key means nothing advertises it there (research breadth-2026 §4).
+    for key, where in view.fabric_keys().items():
+        if key not in view.pool.advertised:
+            offered = ", ".join(sorted(view.pool.advertised)) or "no fabric key"
+            pool = (f"{view.pool.fabric} pool {view.pool.name}" if view.pool.fabric != "none"
+                    else f"pool {view.pool.name} (fabric: none)")
+            yield ERROR, where, f"requests {key}, which nothing advertises on {pool} (its nodes offer {offered}); the pod stays Pending"
+
+
+def _efa_hugepages(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    # EKS user guide, "Manage EFA devices" (device-management-efa.adoc): pods request
+    # vpc.amazonaws.com/efa and hugepages-2Mi; awsome-distributed-ai PR #1240: "without them the pod sits Pending".
+    requested = view.requested()
+    if EFA_RESOURCE in requested and HUGEPAGES_2MI not in requested:
+        yield ERROR, requested[EFA_RESOURCE], (f"requests {EFA_RESOURCE} without {HUGEPAGES_2MI}: libfabric's EFA provider "
+                                               "allocates its buffers from 2 MiB huge pages (EKS 'Manage EFA devices'; "
+                                               "request for example hugepages-2Mi: 5120Mi and memory beside it)")
+
+
+def _transfer_without_fabric_key(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    # A NIXL connector on a fabric pool with no fabric key in the container gets no device node, so
+    # libfabric/UCX find no RDMA device and move the KV cache over TCP (aws-do-eks PR #56:
+    # fi_info -p efa = -61, NCCL NET/Socket).
+    nixl = view.settings.uses_nixl()
+    privileged = (view.container.get("securityContext") or {}).get("privileged") is True  # sees every device node
+    if nixl is not None and not view.fabric_keys() and not privileged:
+        keys = " or ".join(sorted(view.pool.advertised))
+        yield ERROR, nixl.path, (f"transfers KV over NIXL on {view.pool.fabric} pool {view.pool.name} but requests no "
+                                 f"fabric key ({keys}): the container gets no RDMA device and NIXL falls back to TCP")
+
+
+# UCX transport names: RDMA verbs (rc, ud, dc and their accelerated _x/_mlx5 forms; ib is UCX's alias
+# for the IB family) and AWS EFA's SRD (Dynamo "Disaggregated Inference Communication Guide", UCX Configuration Reference).
+_UCX_RDMA_TRANSPORTS = frozenset({"rc", "rc_x", "rc_v", "rc_verbs", "rc_mlx5", "dc", "dc_x", "dc_mlx5", "ud", "ud_x",
+                                  "ud_v", "ud_verbs", "ud_mlx5", "ib"})
+_UCX_EFA_TRANSPORTS = frozenset({"srd"})
+_UCX_GPU_TRANSPORTS = frozenset({"cuda_copy", "cuda_ipc", "cuda", "rocm_copy", "rocm_ipc", "rocm"})
+
+
+def _ucx_transports(value: str) -> tuple[set[str], bool]:
+    """The transports ``UCX_TLS`` names and whether it is an exclusion list (``^tcp``) or ``all``."""
+    text = value.strip()
+    if text.startswith("^") or text.lower() in ("all", ""):
+        return set(), True
+    return {item.strip().lower() for item in text.split(",") if item.strip()}, False
+
+
+def _nixl_backends(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    backends = view.settings.nixl_backends()
+    if backends is None:
+        return
+    names = set(backends.value)
+    fabric = view.pool.fabric
+    if fabric == "rdma" and names == {"LIBFABRIC"}:
+        # ai-dynamo/nixl src/plugins/libfabric/README.md: only AWS EFA is validated in production.
+        yield WARNING, backends.path, ("NIXL's LIBFABRIC backend is validated in production on AWS EFA only "
+                                       f"(NIXL libfabric plugin README); on RDMA pool {view.pool.name} use UCX")
+    if "UCX" not in names:
+        return
+    tls = view.env("UCX_TLS")
+    if tls is None:
+        if fabric == "efa" and names == {"UCX"}:
+            # Dynamo guide, "AWS EFA Configuration": UCX over EFA works but is not recommended; NIXL on AWS moves to libfabric.
+            yield WARNING, backends.path, ("NIXL uses UCX on EFA pool " f"{view.pool.name}: prefer "
+                                           "kv_connector_extra_config.backends [\"LIBFABRIC\"] (vLLM NixlConnector guide; the "
+                                           "Dynamo communication guide calls UCX over EFA functional but not performant)")
+        return
+    value, where = tls
+    transports, open_list = _ucx_transports(value)
+    if open_list:
+        return
+    needed = _UCX_EFA_TRANSPORTS if fabric == "efa" else _UCX_RDMA_TRANSPORTS
+    if not transports & needed:
+        wanted = "srd (EFA's transport)" if fabric == "efa" else "an RDMA transport (rc_x, rc, dc_x, dc, ud)"
+        yield ERROR, where, (f"UCX_TLS={value} has no {wanted}: NIXL's UCX backend moves the KV cache over "
+                             f"{', '.join(sorted(transports))} on {fabric} pool {view.pool.name}, a silent TCP fallback "
+                             "(Dynamo 'Disaggregated Inference Communication Guide')")
+    if not transports & _UCX_GPU_TRANSPORTS:
+        yield WARNING, where, (f"UCX_TLS={value} lists no cuda_copy or cuda_ipc: UCX does not recognise GPU buffers "
+                               "without them (Dynamo communication guide, 'Core Transport Selection')")
+    if fabric == "efa":
+        scheme = view.env("UCX_RNDV_SCHEME")
+        if scheme is not None and scheme[0].strip() == "get_zcopy":
+            yield WARNING, scheme[1], ("UCX_RNDV_SCHEME=get_zcopy over EFA crashes with NIXL_ERR_BACKEND on kernels >= 6.8 "
+                                       "(Dynamo guide, 'AWS EFA Configuration': use auto and UCX_RNDV_THRESH=8192)")
+
+
+def _fi_provider(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    # awsome-distributed-ai: FI_PROVIDER=efa in every EFA sample and health check (fi_info -p efa);
+    # any other provider (tcp, sockets, verbs) moves the traffic off the EFA devices.
+    setting = view.env("FI_PROVIDER")
+    if view.pool.fabric == "efa" and setting is not None and setting[0].strip().lower() != "efa":
+        yield ERROR, setting[1], (f"FI_PROVIDER={setting[0]} on EFA pool {view.pool.name}: libfabric then skips the EFA "
+                                  "devices; leave it unset or set efa (awsome-distributed-ai EFA cheatsheet)")
+
+
+def _rdmav(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    # awsome-distributed-ai 1.architectures/efa-cheatsheet.md: RDMAV_FORK_SAFE / RDMAV_* "Do not use".
+    if view.pool.fabric != "efa":
+        return
+    for name, setting in view.settings.env.items():
+        if name.startswith("RDMAV_"):
+            yield ERROR, setting.path, (f"{name} is set on EFA pool {view.pool.name}: the EFA cheatsheet says never to set "
+                                        "RDMAV_* (libfabric >= 1.13 handles fork safety itself)")
+
+
+def _advertiser_owned(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    # GPUStack's Device Manager injects NCCL_IB_HCA with the granted devices into every container it
+    # grants device.gpustack.ai/rdma* (docs/modules/rdma/operations.md, pkg/deviceplugin/rdma_allocate.go):
+    # a hand-set value names other NICs than the ones the container was given.
+    granted = [key for key in view.fabric_keys() if key.startswith("device.gpustack.ai/")]
+    setting = view.env("NCCL_IB_HCA")
+    if granted and setting is not None:
+        yield ERROR, setting[1], (f"NCCL_IB_HCA is set by hand on a container granted {granted[0]}: the Device Manager "
+                                  "sets it to the granted devices, so the hand-set NICs are not the allocated ones")
+
+
+def _device_hostpath(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    # aws-do-eks PR #63: a /dev/infiniband hostPath exposes every uverbs device (mlx5 beside EFA on
+    # B200), libfabric's EFA provider fails (fi_info -61) and NCCL runs on TCP; the advertiser owns those devices.
+    mounts = {str(m.get("name")): f"{view.path}.volumeMounts[{i}]"
+              for i, m in enumerate(view.container.get("volumeMounts") or []) if isinstance(m, Mapping)}
+    for volume in view.pod_spec.get("volumes") or []:
+        if not isinstance(volume, Mapping):
+            continue
+        host_path = str((volume.get("hostPath") or {}).get("path") or "").rstrip("/")
+        if (host_path == "/dev/infiniband" or host_path.startswith("/dev/infiniband/")) and str(volume.get("name")) in mounts:
+            yield ERROR, mounts[str(volume.get("name"))], (
+                f"mounts hostPath {host_path} on {view.pool.fabric} pool {view.pool.name}: every verbs device of the node "
+                "reaches the container, not the ones its advertiser granted (aws-do-eks PR #63: fi_info -61, NCCL on TCP)")
+
+
+_NCCL_FOR_NIXL = ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME")
+
+
+def _nccl_dead_config(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    # vLLM NixlConnector guide (tip under "Transport Configuration"): NCCL variables (NCCL_IB_HCA,
+    # NCCL_SOCKET_IFNAME) are not applicable to NixlConnector.
+    if view.settings.uses_nixl() is None:
+        return
+    granted = any(key.startswith("device.gpustack.ai/") for key in view.fabric_keys())
+    for name in _NCCL_FOR_NIXL:
+        setting = view.env(name)
+        if setting is not None and not (granted and name == "NCCL_IB_HCA"):
+            yield WARNING, setting[1], (f"{name} does not configure NixlConnector's KV transfer (vLLM NixlConnector guide); "
+                                        "set UCX_NET_DEVICES / the NIXL backend instead")
+
+
+_SIDE_CHANNEL_HOST = "VLLM_NIXL_SIDE_CHANNEL_HOST"
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def _nixl_side_channel(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    # vLLM NixlConnector guide, "Environment Variables": VLLM_NIXL_SIDE_CHANNEL_HOST defaults to
+    # "localhost" and must be set when prefiller and decoder are on different machines -- the
+    # reason to run on a fabric pool. A valueFrom (status.podIP) counts as set.
+    nixl = view.settings.vllm_nixl()
+    if nixl is None or _SIDE_CHANNEL_HOST in view.settings.referenced_env:
+        return
+    setting = view.env(_SIDE_CHANNEL_HOST)
+    if setting is None or setting[0].strip() in _LOOPBACK:
+        where = setting[1] if setting is not None else nixl.path
+        yield WARNING, where, (f"{_SIDE_CHANNEL_HOST} is {'unset (localhost)' if setting is None else setting[0]}: a peer on "
+                               "another node cannot reach the NIXL handshake; set it from status.podIP (vLLM NixlConnector guide)")
+
+
+def _engine_problems(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+    for where, message in view.settings.problems:
+        yield ERROR, where, message
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """A rule, its name (printed with each finding) and what it prevents (docs/workloads.md)."""
+
+    name: str
+    check: Rule
+    every_pool: bool = False
+    """Judged on pools without a fabric too (a fabric key requested there is never granted)."""
+
+
+RULES: tuple[RuleSpec, ...] = (
+    RuleSpec("engine-flags", _engine_problems),
+    RuleSpec("fabric-key-advertised", _unadvertised_keys, every_pool=True),
+    RuleSpec("efa-hugepages", _efa_hugepages),
+    RuleSpec("transfer-has-fabric-key", _transfer_without_fabric_key),
+    RuleSpec("nixl-backend-fabric", _nixl_backends),
+    RuleSpec("efa-fi-provider", _fi_provider),
+    RuleSpec("efa-no-rdmav", _rdmav),
+    RuleSpec("advertiser-owned-settings", _advertiser_owned),
+    RuleSpec("advertiser-owned-devices", _device_hostpath),
+    RuleSpec("nixl-nccl-dead-config", _nccl_dead_config),
+    RuleSpec("nixl-side-channel-host", _nixl_side_channel),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging
+# ---------------------------------------------------------------------------------------------
+
+
+def object_ref(obj: Mapping[str, Any]) -> str:
+    """``Kind namespace/name`` (``default`` for a namespaced object that names none)."""
+    raw = obj.get("metadata")
+    metadata: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    return f"{obj.get('kind')} {metadata.get('namespace') or 'default'}/{metadata.get('name') or '<unnamed>'}"
+
+
+@dataclass
+class WorkloadReport:
+    """What :func:`judge_workloads` decided over a set of objects."""
+
+    findings: list[WorkloadFinding] = field(default_factory=list)
+    judged: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
+    """``(object, pod template path, fabric pools it lands on)`` for every judged template."""
+    not_judged: list[tuple[str, str, str]] = field(default_factory=list)
+    """``(object, pod template path, why)`` for templates that land on no pool of the stack."""
+    passed_over: int = 0
+    """Objects that are not workloads (no pod template)."""
+    device_plugins: int = 0
+    """Device-plugin DaemonSets: advertisers, judged by :mod:`gpu_fabric.kube.advertisers` instead."""
+
+    @property
+    def errors(self) -> list[WorkloadFinding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def warnings(self) -> list[WorkloadFinding]:
+        return [f for f in self.findings if f.severity == WARNING]
+
+
+DEVICE_PLUGIN_SOCKET_DIR = "/var/lib/kubelet/device-plugins"
+"""Where every device plugin registers with the kubelet (Kubernetes device-plugin API)."""
+
+
+def is_device_plugin(obj: Mapping[str, Any], templates: Sequence[tuple[str, Mapping[str, Any]]]) -> bool:
+    """A DaemonSet that mounts the kubelet's device-plugin directory: an advertiser, not a workload."""
+    if obj.get("kind") != "DaemonSet":
+        return False
+    for _, pod_spec in templates:
+        for volume in pod_spec.get("volumes") or []:
+            path = str(((volume or {}).get("hostPath") or {}).get("path") or "").rstrip("/")
+            if path == DEVICE_PLUGIN_SOCKET_DIR:
+                return True
+    return False
+
+
+def landing_pools(pod_spec: Mapping[str, Any], pools: Sequence[FabricPool]) -> tuple[list[FabricPool], list[str]]:
+    """The pools a pod template can schedule on, and why each other pool refuses it."""
+    landing, refusals = [], []
+    for pool in pools:
+        schedules, reason = pod_schedules_on(pod_spec, pool.placement.node_labels(), pool.placement.taints)
+        if schedules:
+            landing.append(pool)
+        else:
+            refusals.append(f"{pool.name}: {reason}")
+    return landing, refusals
+
+
+def judge_template(ref: str, pod_path: str, pod_spec: Mapping[str, Any], pool: FabricPool) -> list[WorkloadFinding]:
+    """Every rule over every container of one pod template on one pool (on a pool without a fabric, the
+    rules marked ``every_pool`` only)."""
+    findings: list[WorkloadFinding] = []
+    for key in ("initContainers", "containers"):
+        for i, container in enumerate(pod_spec.get(key) or []):
+            path = f"{pod_path}.{key}[{i}]"
+            view = ContainerView(pod_path, pod_spec, path, container, read_container(container, path), pool)
+            for rule in RULES:
+                if pool.fabric == "none" and not rule.every_pool:
+                    continue
+                for severity, where, message in rule.check(view):
+                    findings.append(WorkloadFinding(severity, rule.name, ref, where, pool.name, message))
+    return findings
+
+
+def judge_workloads(objects: Iterable[Mapping[str, Any]], pools: Sequence[FabricPool]) -> WorkloadReport:
+    """Judge every pod template of ``objects`` against the fabric pools it lands on.
+
+    Raises :class:`WorkloadShapeError` (with the object named in the message) for a malformed template.
+    """
+    report = WorkloadReport()
+    for obj in objects:
+        ref = object_ref(obj)
+        try:
+            templates = pod_templates(obj)
+        except WorkloadShapeError as error:
+            raise WorkloadShapeError(f"{ref} {error.path}", error.message) from None
+        if not templates:
+            report.passed_over += 1
+            continue
+        if is_device_plugin(obj, templates):
+            report.device_plugins += 1
+            continue
+        for pod_path, pod_spec in templates:
+            landing, refusals = landing_pools(pod_spec, pools)
+            if not landing:
+                report.not_judged.append((ref, pod_path, "lands on no pool of the stack (" + "; ".join(refusals) + ")"
+                                          if refusals else "the stack declares no pools"))
+                continue
+            fabric = [pool for pool in landing if pool.fabric != "none"]
+            report.judged.append((ref, pod_path, tuple(pool.name for pool in fabric)))
+            for pool in landing:
+                report.findings.extend(judge_template(ref, pod_path, pod_spec, pool))
+    return report
+
+
+def fabric_pool_of(pool: Any) -> FabricPool:
+    """A stack pool (:class:`gpu_fabric.config.pool.PoolSpec`) as the workload and advertiser rules see it."""
+    return FabricPool.of(
+        pool.name, pool.fabric, pool.effective_node_labels(), pool.taint_dicts(), pool.resolved_manufacturer,
+        pool.partitioned_interfaces_per_node, pool.aws.instance_types if pool.aws is not None else ())

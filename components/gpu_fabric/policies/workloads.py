@@ -1,0 +1,106 @@
+"""Policies ``fabric-workloads`` (mandatory) and ``fabric-workloads-advisory``: any workload on a fabric pool.
+
+The rules are :mod:`gpu_fabric.kube.workloads` (the very ones ``gpu-fabric lint --stack`` runs): every
+Pod, Deployment, StatefulSet, DaemonSet, Job, CronJob and LeaderWorkerSet a team's Pulumi program
+registers is matched to the stack's pools by ``nodeSelector``, required node affinity and
+tolerations, and judged per container on each fabric pool it lands on. Errors (a fabric key nothing
+advertises, EFA without ``hugepages-2Mi``, a UCX transport list without the fabric's transport, ...)
+are mandatory; dead configuration (NCCL variables NIXL ignores) is advisory. Templates whose values
+are unknown at preview in the fields the rules read are passed over; the engine validates them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
+
+from gpu_fabric.kube.workloads import ERROR, WORKLOAD_KINDS, FabricPool, WorkloadFinding, WorkloadShapeError, judge_workloads
+from gpu_fabric.policies._props import PoolFacts, Resource, kubernetes_objects, pool_facts, stack_resources
+
+
+def fabric_pools(resources: Sequence[Resource]) -> list[FabricPool]:
+    """The stack's pools (KueuePool specs, then node groups) as the workload and advertiser rules see them.
+
+    A pool whose placement cannot be read (a taint effect unknown at preview) is left out; the
+    ``device-plugin-coverage`` policy reports it.
+    """
+    pools = []
+    for pool in pool_facts(resources):
+        try:
+            pools.append(_fabric_pool(pool))
+        except ValueError:
+            continue
+    return pools
+
+
+def _fabric_pool(pool: PoolFacts) -> FabricPool:
+    return FabricPool.of(pool.name, pool.fabric, pool.labels, pool.taints, pool.manufacturer, None, pool.instance_types)
+
+
+def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, WorkloadFinding]]:
+    """``(urn, finding)`` for every rule a workload resource of the stack breaks."""
+    pools = fabric_pools(resources)
+    found: list[tuple[str, WorkloadFinding]] = []
+    for resource in kubernetes_objects(resources):
+        if resource.kind not in WORKLOAD_KINDS:
+            continue
+        try:
+            report = judge_workloads([dict(resource.props)], pools)
+        except WorkloadShapeError:
+            continue  # unknown at preview, or refused by the API server anyway
+        found.extend((resource.urn, finding) for finding in report.findings)
+    return found
+
+
+def _report(severity: str, args: StackValidationArgs, report_violation: Any) -> None:
+    for urn, finding in workload_findings(stack_resources(args)):
+        if finding.severity == severity:
+            report_violation(f"{finding.object_ref} {finding.path} (pool {finding.pool}): {finding.message} "
+                             f"[{finding.rule}]", urn)
+
+
+def _validate_errors(args: StackValidationArgs, report_violation: Any) -> None:
+    _report(ERROR, args, report_violation)
+
+
+def _validate_warnings(args: StackValidationArgs, report_violation: Any) -> None:
+    _report("warning", args, report_violation)
+
+
+fabric_workloads = StackValidationPolicy(
+    name="fabric-workloads",
+    display_name="Workloads on fabric pools use the fabric",
+    description=(
+        "Pods and workload templates landing on an EFA or RDMA pool request only fabric keys the pool advertises, "
+        "request hugepages-2Mi beside vpc.amazonaws.com/efa, use NIXL backends and UCX transports the fabric carries, "
+        "keep FI_PROVIDER efa and RDMAV_* unset on EFA, and leave advertiser-owned settings and devices alone."
+    ),
+    validate=_validate_errors,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    tags=["workloads", "efa", "rdma", "nixl", "ucx"],
+    remediation_steps=(
+        "Fix the field the finding names: request only the pool's fabric key (vpc.amazonaws.com/efa on EFA, "
+        "device.gpustack.ai/rdma* on RDMA) with hugepages-2Mi beside the EFA key, choose NIXL's LIBFABRIC backend on "
+        "EFA or list the fabric's UCX transport (srd on EFA, rc_x/rc/dc on RDMA), leave FI_PROVIDER efa and RDMAV_* "
+        "unset, and let the advertiser set NCCL_IB_HCA and the device nodes. docs/workloads.md explains each rule."
+    ),
+)
+
+fabric_workloads_advisory = StackValidationPolicy(
+    name="fabric-workloads-advisory",
+    display_name="Workloads on fabric pools carry no dead transfer settings",
+    description=(
+        "NCCL variables a NixlConnector does not read, UCX transport lists without GPU transports, UCX over EFA "
+        "where libfabric is the supported path, and the libfabric backend on RDMA pools."
+    ),
+    validate=_validate_warnings,
+    enforcement_level=EnforcementLevel.ADVISORY,
+    severity=Severity.LOW,
+    tags=["workloads", "nixl", "nccl"],
+    remediation_steps=(
+        "Drop NCCL_IB_HCA / NCCL_SOCKET_IFNAME where only NixlConnector moves the KV cache (set UCX_NET_DEVICES), add "
+        "cuda_copy/cuda_ipc to an explicit UCX_TLS, and prefer the LIBFABRIC backend on EFA (see docs/workloads.md)."
+    ),
+)

@@ -1,0 +1,55 @@
+"""The stack's pools against the hardware and the advertisers around them, at configuration paths.
+
+``load_config`` refuses what the ``pool-instance-facts`` and ``fabric-advertisers`` policies refuse, by
+calling their functions (:func:`gpu_fabric.aws.instance_facts.pool_instance_findings`,
+:func:`gpu_fabric.kube.advertisers.advertiser_findings`) on the shapes the policies read, and
+``gpu-fabric lint --stack`` judges manifests beside the very DaemonSets the stack deploys
+(:func:`stack_device_plugin_daemonsets`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings
+from gpu_fabric.config.fabric import FabricConfig
+from gpu_fabric.kube.advertisers import ERROR, advertiser_findings
+from gpu_fabric.kube.device_plugins import device_managers_for_pools, efa_plugin_for_pools
+from gpu_fabric.kube.workloads import FabricPool, fabric_pool_of
+from gpu_fabric.plan.fabric_plan import device_manager_args, efa_plugin_args
+
+
+def instance_fact_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+    """Pool names and counts the instance facts of their node groups contradict."""
+    for i, pool in enumerate(config.pools):
+        if pool.aws is None:
+            continue
+        items = known_items(pool.aws.instance_types)
+        for finding in pool_instance_findings(pool.model_dump(by_alias=True, exclude_none=True), items):
+            yield f"pools[{i}].{finding.field}", f"{finding.message} (policy pool-instance-facts)"
+
+
+def stack_device_plugin_daemonsets(config: FabricConfig) -> list[dict[str, Any]]:
+    """The device-plugin DaemonSets the stack itself registers (EFA plugin, Device Managers)."""
+    daemonsets: list[dict[str, Any]] = []
+    efa_args, manager_args = efa_plugin_args(config), device_manager_args(config)
+    if efa_args:
+        daemonsets.append(efa_plugin_for_pools(efa_args)[0])
+    if manager_args:
+        daemonsets.extend(device_managers_for_pools(manager_args)[0])
+    return daemonsets
+
+
+def stack_fabric_pools(config: FabricConfig) -> list[FabricPool]:
+    """Every pool of the stack as the workload and advertiser rules see it."""
+    return [fabric_pool_of(pool) for pool in config.pools]
+
+
+def advertiser_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+    """The stack's own device plugins against its pools: the EFA plugin's version floor, one advertiser per pool."""
+    position = {pool.name: i for i, pool in enumerate(config.pools)}
+    for finding in advertiser_findings(stack_fabric_pools(config), stack_device_plugin_daemonsets(config)):
+        if finding.severity != ERROR:
+            continue
+        path = "devicePlugins.efa.imageTag" if finding.rule == "efa-plugin-version" else f"pools[{position[finding.pool]}]"
+        yield path, f"{finding.message} (policy fabric-advertisers)"
