@@ -186,3 +186,29 @@ def test_a_gpustack_object_whose_identity_is_unknown_is_not_refused_for_it(name_
 
     index = next(i for i, r in enumerate(example("aws-efa")) if r.name.endswith(name_part))
     assert run_policy(POLICIES_BY_NAME[TRANSFER_POLICY], with_sentinel("aws-efa", index, path)) == []
+
+
+def test_a_report_quoting_an_unknown_value_is_withheld_and_the_others_pass():
+    from pulumi_policy import ResourceValidationPolicy
+
+    from gpu_fabric.policies._props import resource_of, withholding_undecided
+    from gpu_fabric.policies.runner import run_policy
+
+    def validate(args, report):
+        props = resource_of(args).props
+        report(f"image {props.get('image')} is refused")
+        report("name is always refused")
+
+    policy = withholding_undecided(ResourceValidationPolicy(name="quotes", description="quotes the image", validate=validate))
+    resource = Resource("kubernetes:core/v1:Pod", "p", "urn:p", {"image": ENGINE_UNKNOWN})
+    assert [v.message for v in run_policy(policy, [resource])] == ["name is always refused"]
+
+
+@pytest.mark.parametrize("field", ["policy", "scope", "cpuManagerPolicy"])
+def test_a_pool_topology_not_known_at_preview_is_not_refused(field):
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import run_policy
+
+    index = next(i for i, r in enumerate(example("aws-efa")) if r.type == "gpu-fabric:index:KueuePool")
+    resources = with_sentinel("aws-efa", index, ("pool", "topology", field))
+    assert run_policy(POLICIES_BY_NAME["fabric-pool-topology"], resources) == []

@@ -92,7 +92,7 @@ def _depends_on_cache_chain(obj: Mapping[str, Any]) -> bool:
     return kind == "ModelDeployment" and as_mapping(obj.get("spec")).get("kvCache") is not None
 
 
-def waiting_objects(objects: list[Resource]) -> set[tuple[str, str, str]]:
+def waiting_objects(objects: list[Resource], unidentified: bool = False) -> set[tuple[str, str, str]]:
     """The GPUStack objects whose findings rest on a value unknown at preview.
 
     The analysis reads an unknown value as nothing it wants (``gpu_fabric.config.shapes.Unknown``),
@@ -101,7 +101,9 @@ def waiting_objects(objects: list[Resource]) -> set[tuple[str, str, str]]:
     pools, backends); any unknown value there makes it wait. Every other finding is still refused.
     """
     unknown = {_key_of(r) for r in objects if unknown_paths(dict(r.props))}
-    chain_unknown = any(_key_of(r) in unknown for r in objects if r.kind in _CACHE_KINDS)
+    chain_unknown = any(_key_of(r) in unknown for r in objects if r.kind in _CACHE_KINDS) or unidentified
+    # ``unidentified``: a GPUStack resource whose kind or apiVersion is unknown is no object the
+    # analysis can index, so any reference may be to it.
     return {_key_of(r) for r in objects
             if _key_of(r) in unknown or (chain_unknown and _depends_on_cache_chain(r.props))}
 
@@ -121,7 +123,8 @@ def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     if profile is None:
         report_violation(str(problem))
         return
-    waiting = waiting_objects(objects)
+    unidentified = any(f":{GPUSTACK_GROUP}/" in r.type and r not in objects for r in resources)
+    waiting = waiting_objects(objects, unidentified)
     report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(resources),
                      default_namespace=DEFAULT_NAMESPACE, operator=profile)
     for finding in report.errors:
