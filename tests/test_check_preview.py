@@ -37,7 +37,7 @@ def test_preview_leaves_ids_and_computed_names_unknown():
 def test_check_preview_of_the_examples_runs_every_policy_cleanly():
     outcome = run_cli("check", "--preview", "--project", str(PROJECT_DIR))
     assert outcome.code == 0, outcome.describe()
-    assert "policy failed" not in outcome.out and "can't run policy during preview" not in outcome.out
+    assert "the pack failed" not in outcome.out and "can't run policy" not in outcome.out
     assert outcome.out.count("(preview over gRPC: ids and names of new resources unknown)") == 2
 
 
