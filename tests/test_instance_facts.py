@@ -59,6 +59,23 @@ def test_a_name_naming_another_model_is_refused_with_the_instance_facts_and_the_
     assert "model h200" in message
 
 
+def test_instance_types_of_different_hardware_in_one_pool_are_refused_naming_each():
+    message = problems(efa_values(instanceTypes=["p5.48xlarge", "p5en.48xlarge"]))["pools[0].aws.instanceTypes"]
+    assert "p5.48xlarge has 8 x NVIDIA H100, amd64" in message and "p5en.48xlarge has 8 x NVIDIA H200, amd64" in message
+
+
+def test_instance_types_of_the_same_hardware_share_a_pool():
+    assert "pools[0].aws.instanceTypes" not in _problems_or_none(efa_values(instanceTypes=["p5.48xlarge", "p5.4xlarge"]))
+
+
+def _problems_or_none(values: dict) -> dict[str, str]:
+    try:
+        load_config(values)
+    except ConfigError as error:
+        return dict(error.problems)
+    return {}
+
+
 def test_an_accelerator_count_the_instance_does_not_have_is_refused():
     message = problems(efa_values(acceleratorsPerNode=4))["pools[0].acceleratorsPerNode"]
     assert message.startswith("4 per node, but p5.48xlarge has 8 x NVIDIA H100, amd64")

@@ -78,7 +78,7 @@ def test_an_unknown_stack_is_a_usage_error(capsys):
 def test_without_stack_lint_works_as_before(capsys, fixture):
     code, out, _ = lint(capsys, fixture, stack=None)
     assert code == 0
-    assert out.startswith("read 0 GPUStack objects (1 other objects passed over)")
+    assert "\nread 0 GPUStack objects (1 other objects passed over)\n" in out
     assert "pod templates judged" not in out
 
 

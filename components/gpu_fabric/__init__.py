@@ -30,6 +30,8 @@ _PUBLIC = {
     "EfaDomainArgs": "gpu_fabric.resources.efa_domain",
     "EfaNodeGroup": "gpu_fabric.resources.efa_node_group",
     "EfaNodeGroupArgs": "gpu_fabric.resources.efa_node_group",
+    "KarpenterEfaPool": "gpu_fabric.resources.karpenter_pool",
+    "KarpenterEfaPoolArgs": "gpu_fabric.resources.karpenter_pool",
     "KueuePool": "gpu_fabric.resources.kueue_pool",
     "KueuePoolArgs": "gpu_fabric.resources.kueue_pool",
     "KVCache": "gpu_fabric.resources.kv_cache",
@@ -56,6 +58,7 @@ if TYPE_CHECKING:  # what static type checkers and IDEs see; the same names __ge
     from gpu_fabric.resources.efa_domain import EfaDomain, EfaDomainArgs
     from gpu_fabric.resources.efa_node_group import EfaNodeGroup, EfaNodeGroupArgs
     from gpu_fabric.resources.fabric import GpuFabric, GpuFabricArgs
+    from gpu_fabric.resources.karpenter_pool import KarpenterEfaPool, KarpenterEfaPoolArgs
     from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent, KubeletTopologyAgentArgs
     from gpu_fabric.resources.kueue_pool import KueuePool, KueuePoolArgs
     from gpu_fabric.resources.kv_cache import KVCache, KVCacheArgs

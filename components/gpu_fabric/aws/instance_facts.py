@@ -120,7 +120,7 @@ def pool_instance_findings(pool: Mapping[str, Any], items: Mapping[str, Mapping[
     accelerators = pool.get("acceleratorsPerNode")
     ami_type = aws.get("amiType") if isinstance(aws.get("amiType"), str) else None
     parsed = parse_instance_type_name(name)
-    findings: list[InstanceFactFinding] = []
+    findings: list[InstanceFactFinding] = _mixed_hardware_findings(_strings(aws.get("instanceTypes")), items)
     for instance_type in _strings(aws.get("instanceTypes")):
         if instance_type not in items:
             continue
@@ -143,6 +143,23 @@ def pool_instance_findings(pool: Mapping[str, Any], items: Mapping[str, Mapping[
         if arch is not None and ami_arch is not None and ami_arch != arch:
             findings.append(InstanceFactFinding("aws.amiType", f"{ami_type} is built for {ami_arch}, but {has}"))
     return findings
+
+
+def _mixed_hardware_findings(instance_types: Sequence[str], items: Mapping[str, Mapping[str, Any]]) -> list[InstanceFactFinding]:
+    """A pool is one GPUStack InstanceType, and GPUStack derives that name from the hardware it finds: instance
+    types whose accelerator model or architecture differ would appear as several InstanceTypes, and the pool's
+    name, quota and device plugins could fit only one of them."""
+    derived: dict[str, list[str]] = {}
+    for instance_type in dict.fromkeys(instance_types):
+        if instance_type in items:
+            facts = InstanceFacts.from_item(items[instance_type])
+            key = derived_name(facts, "linux") or describe_hardware(facts)
+            derived.setdefault(key, []).append(f"{instance_type} has {describe_hardware(facts)}")
+    if len(derived) < 2:
+        return []
+    described = "; ".join(f"{'; '.join(facts)} (the operator would derive {name})" for name, facts in derived.items())
+    return [InstanceFactFinding("aws.instanceTypes",
+                                f"one pool's instance types must be one GPUStack InstanceType, but {described}")]
 
 
 def _strings(value: Any) -> Sequence[str]:

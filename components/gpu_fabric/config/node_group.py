@@ -1,4 +1,5 @@
-"""Configuration model of one pool's EFA-enabled EKS managed node group (``aws:`` on a pool).
+"""Configuration model of one pool's EFA nodes (``aws:`` on a pool): an EFA-enabled EKS managed node group, or
+with ``provisioner: karpenter`` the settings of the EC2NodeClass and NodePool Karpenter launches them from.
 
 The rules encoded here come from what EFA needs and what other tools got wrong
 (research/eks-efa-anchors.md): one explicit AZ and exactly one subnet (EFA does not cross subnets or
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ModelWrapValidatorHandler, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from gpu_fabric.config import syntax
 from gpu_fabric.config.aws_rules import ONE_SUBNET_REASON, cluster_tag_problem
@@ -26,6 +28,27 @@ AmiType = Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_
 CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
 PlacementMode = Literal["create", "existing", "none", "domain"]
 EfaLayout = Literal["recommended", "legacy"]
+Provisioner = Literal["managedNodeGroup", "karpenter"]
+
+KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
+"""The label Karpenter puts on every node it launches, valued with the NodePool's name
+(kubernetes-sigs/karpenter ``pkg/apis/v1/labels.go``, ``NodePoolLabelKey``); ``verify`` finds a Karpenter
+pool's nodes by it."""
+KARPENTER_MIN_VERSION = (1, 11)
+"""``EC2NodeClass.spec.networkInterfaces`` (PR #9027) and ``spec.placementGroupSelector`` (PR #9030) first
+shipped in Karpenter v1.11.0 (research/breadth-2026.md section 1.1); older releases prune both fields."""
+NODE_GROUP_ONLY_FIELDS = {
+    "scaling": "a NodePool's size is the pool's nodeCount (limits.nodes, or replicas with karpenter.static)",
+    "nodeRoleArn": "Karpenter takes the node role by name: set karpenter.nodeRole",
+    "releaseVersion": "Karpenter picks the AMI from karpenter.amiVersion",
+    "kubernetesVersion": "Karpenter launches nodes of the cluster's version",
+}
+"""Managed-node-group settings that mean nothing to Karpenter, and what to write instead."""
+_DURATION = r"^(([0-9]+(s|m|h))+|Never)$"  # NodePool ``expireAfter`` / ``consolidateAfter`` (karpenter.sh_nodepools.yaml)
+# AL2023 releases are dated (v20260801), Bottlerocket's are semantic (v1.20.3); EC2NodeClass CEL only wants
+# "<family>@<something>" (karpenter.k8s.aws_ec2nodeclasses.yaml, amiSelectorTerms[].alias).
+_AMI_VERSION = r"^(latest|v[0-9]{8}|v?[0-9]+\.[0-9]+\.[0-9]+)$"
+_KARPENTER_VERSION = r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$"
 
 MAX_NODES = 5000
 """Kubernetes' documented scalability limit, 5,000 nodes per cluster (kubernetes.io, "Considerations for
@@ -86,6 +109,38 @@ class RootVolumeSpec(SpecModel):
     """KMS key for the volume; the account's default EBS key when absent."""
 
 
+class KarpenterSpec(SpecModel):
+    """How Karpenter launches the pool's nodes (``aws.provisioner: karpenter`` only)."""
+
+    node_role: syntax.PlainText = Field(min_length=1, max_length=64)
+    """Name of the IAM role the nodes run as (``EC2NodeClass.spec.role``; Karpenter creates its instance profile).
+    IAM role names are at most 64 characters."""
+    version: Annotated[str, Field(pattern=_KARPENTER_VERSION)] | None = None
+    """The Karpenter release installed in the cluster (``1.14.1``); when stated, older than 1.11 is refused."""
+    static: bool = False
+    """A static NodePool (``spec.replicas`` = the pool's nodeCount): Karpenter keeps exactly that many nodes
+    whatever the pods ask; otherwise nodes follow pending pods up to ``limits.nodes``."""
+    ami_version: Annotated[str, Field(pattern=_AMI_VERSION)] = "latest"
+    """The version half of the AMI alias (``al2023@v20260801``, ``bottlerocket@v1.20.3``); pin it in production,
+    ``latest`` drifts (and replaces) nodes whenever EKS publishes an AMI."""
+    expire_after: Annotated[str, Field(pattern=_DURATION)] = "Never"
+    """NodePool ``template.spec.expireAfter``. Default ``Never``: an expiring node is terminated even while it
+    serves; roll nodes through drift (AMI version, NodeClass changes) instead."""
+    consolidate_after: Annotated[str, Field(pattern=_DURATION)] = "1h"
+    """How long an empty node waits before Karpenter removes it (``disruption.consolidateAfter``)."""
+    associate_public_ip_address: bool = False
+    """``EC2NodeClass.spec.associatePublicIPAddress``; EC2 refuses a public IP on an instance with more than one EFA."""
+
+    @field_validator("version")
+    @classmethod
+    def _at_least_1_11(cls, value: str | None) -> str | None:
+        if value is not None and karpenter_version(value) < KARPENTER_MIN_VERSION:
+            raise ValueError(
+                f"Karpenter {value} cannot express the EFA layout; EC2NodeClass networkInterfaces and "
+                "placementGroupSelector need Karpenter >= 1.11 (aws/karpenter-provider-aws PRs #9027, #9030)")
+        return value
+
+
 class AwsNodeGroupSpec(SpecModel):
     """An EFA-enabled EKS managed node group in one AZ and one subnet of an existing cluster."""
 
@@ -99,15 +154,22 @@ class AwsNodeGroupSpec(SpecModel):
     """The one AZ of the group, explicit so it cannot drift and replace the group."""
     subnet_id: syntax.SubnetId
     """The one subnet of the group (EFA traffic does not cross subnets)."""
-    node_role_arn: syntax.RoleArn
-    """IAM role the nodes run as."""
+    node_role_arn: syntax.RoleArn | None = None
+    """IAM role the nodes run as (managed node groups; required there)."""
     ami_type: AmiType = "AL2023_x86_64_NVIDIA"
     capacity_type: CapacityType = "ON_DEMAND"
     capacity_reservation_id: syntax.CapacityReservationId | None = None
     """On-Demand Capacity Reservation or Capacity Block to launch into."""
     placement_group: PlacementGroupSpec = Field(default_factory=PlacementGroupSpec)
     """Default ``create``; ``none`` when a capacity reservation or Capacity Block is targeted."""
-    scaling: ScalingSpec
+    scaling: ScalingSpec | None = None
+    """Node count bounds (managed node groups; required there)."""
+    provisioner: Provisioner | None = None
+    """Who launches the nodes: an EKS ``managedNodeGroup`` (default, also when absent) or ``karpenter`` (an
+    EC2NodeClass and a NodePool planned from the same instance facts). Absent stays absent in dumps, so a
+    stack that never says it renders as before."""
+    karpenter: KarpenterSpec | None = None
+    """Karpenter's settings (``provisioner: karpenter`` only)."""
     efa_layout: EfaLayout = "recommended"
     efa_card_indices: list[int] | None = None
     """Network cards that carry an EFA (default: as many as the type allows)."""
@@ -172,6 +234,25 @@ class AwsNodeGroupSpec(SpecModel):
             raise ValueError(problem)
         return tags
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _provisioner_fields(cls, data: Any, handler: ModelWrapValidatorHandler["AwsNodeGroupSpec"]) -> "AwsNodeGroupSpec":
+        # Reported at the field that does not belong (or is missing), together with every other field error.
+        problems = provisioner_problems(data) if isinstance(data, dict) else []
+        details = [InitErrorDetails(type=PydanticCustomError("provisioner", message), loc=(field,), input=data)
+                   for field, message in problems]
+        try:
+            spec = handler(data)
+        except ValidationError as error:
+            if not details:
+                raise
+            raise ValidationError.from_exception_data(cls.__name__, [
+                *(InitErrorDetails(type=e["type"], loc=e["loc"], input=e["input"], ctx=e.get("ctx") or {})  # type: ignore[typeddict-item]
+                  for e in error.errors(include_url=False)), *details]) from None
+        if details:
+            raise ValidationError.from_exception_data(cls.__name__, details)
+        return spec
+
     @model_validator(mode="after")
     def _capacity_rules(self) -> "AwsNodeGroupSpec":
         reservation = self.capacity_reservation_id
@@ -190,6 +271,47 @@ class AwsNodeGroupSpec(SpecModel):
         return self
 
     @property
+    def is_karpenter(self) -> bool:
+        """True when Karpenter, not an EKS managed node group, launches the nodes."""
+        return self.provisioner == "karpenter"
+
+    @property
     def ami_family(self) -> Literal["al2023", "bottlerocket"]:
         """``bottlerocket`` or ``al2023``: decides user-data format and volume layout."""
         return "bottlerocket" if self.ami_type.startswith("BOTTLEROCKET") else "al2023"
+
+
+_SNAKE = {"nodeRoleArn": "node_role_arn", "releaseVersion": "release_version", "kubernetesVersion": "kubernetes_version",
+          "scaling": "scaling", "karpenter": "karpenter"}
+
+
+def provisioner_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(field, reason)`` for settings of the other provisioner, and for what the chosen one needs but lacks.
+
+    ``data`` is a pool's ``aws`` block as written (camelCase or snake_case keys).
+    """
+    def given(key: str) -> bool:
+        return data.get(key) is not None or data.get(_SNAKE[key]) is not None
+
+    provisioner = data.get("provisioner") or "managedNodeGroup"
+    if provisioner == "karpenter":
+        problems = [(key, f"a managed-node-group setting, not used by provisioner karpenter ({why})")
+                    for key, why in NODE_GROUP_ONLY_FIELDS.items() if given(key)]
+        if not given("karpenter"):
+            problems.append(("karpenter", "provisioner karpenter needs its settings, at least karpenter.nodeRole "
+                                          "(the IAM role name of the nodes)"))
+        return problems
+    if provisioner != "managedNodeGroup":
+        return []  # the provisioner field itself is refused
+    problems = []
+    if given("karpenter"):
+        problems.append(("karpenter", "Karpenter settings on a managed node group; set provisioner: karpenter or "
+                                      "remove them"))
+    problems.extend((key, "Field required for a managed node group (provisioner managedNodeGroup)")
+                    for key in ("nodeRoleArn", "scaling") if not given(key))
+    return problems
+
+
+def karpenter_version(text: str) -> tuple[int, ...]:
+    """``"v1.14.1"`` -> ``(1, 14, 1)``."""
+    return tuple(int(part) for part in text.lstrip("v").split("."))

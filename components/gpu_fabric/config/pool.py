@@ -10,7 +10,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 from gpu_fabric.config import constants
 from gpu_fabric.config import syntax
 from gpu_fabric.config.quantity import QuantityError, amount
-from gpu_fabric.config.node_group import MAX_NODES, AwsNodeGroupSpec
+from gpu_fabric.config.node_group import KARPENTER_NODEPOOL_LABEL, MAX_NODES, AwsNodeGroupSpec
 from gpu_fabric.config.base import SpecModel
 from gpu_fabric.config.topology_agent import TopologyAgentSpec, topology_agent_input
 from gpu_fabric.config.taints import Taint, check_eks_taint_key
@@ -101,7 +101,8 @@ class PoolSpec(SpecModel):
     topology: KubeletTopology = Field(default_factory=KubeletTopology.fabric_default)
     """kubelet TopologyManager / CPU manager settings of the pool's nodes (seed step 2)."""
     aws: Optional[AwsNodeGroupSpec] = None
-    """An EFA-enabled EKS managed node group that provides the nodes (``fabric: efa`` only)."""
+    """The EFA nodes the stack provisions (``fabric: efa`` only): an EKS managed node group, or with
+    ``provisioner: karpenter`` an EC2NodeClass and NodePool named after the pool."""
     topology_agent: Optional[TopologyAgentSpec] = None
     """Deliver ``topology`` with the ``KubeletTopologyAgent`` DaemonSet, for nodes the stack does not provision."""
 
@@ -149,10 +150,12 @@ class PoolSpec(SpecModel):
             raise ValueError("partitionedInterfacesPerNode applies to rdma pools only")
         if self.aws is not None and self.fabric != "efa":
             raise ValueError(f"an aws node group provides EFA nodes; the pool's fabric is {self.fabric}")
-        if self.aws is not None and self.node_count > self.aws.scaling.max_size:
+        scaling = self.aws.scaling if self.aws is not None else None
+        if scaling is not None and self.node_count > scaling.max_size:
             # Standalone ClusterQueue quotas are nodeCount x per-node capacity: above maxSize they
             # promise nodes the node group never starts, and admitted workloads stay Pending.
-            raise ValueError(f"nodeCount {self.node_count} is above aws.scaling.maxSize {self.aws.scaling.max_size}: "
+            # (A Karpenter pool has no scaling: its NodePool's size is nodeCount itself.)
+            raise ValueError(f"nodeCount {self.node_count} is above aws.scaling.maxSize {scaling.max_size}: "
                              "the node group never runs that many nodes; lower nodeCount or raise maxSize")
         if self.aws is not None and self.aws.ami_family == "bottlerocket":
             # The node group's Bottlerocket user data carries the topology (gpu_fabric.kube.topology).
@@ -190,6 +193,9 @@ class PoolSpec(SpecModel):
         """
         aws = self.aws
         labels = platform_node_labels(self.name, efa=aws is not None, instance_types=aws.instance_types if aws else ())
+        if aws is not None and aws.is_karpenter:
+            # Karpenter labels every node it launches with its NodePool, which GpuFabric names after the pool.
+            labels[KARPENTER_NODEPOOL_LABEL] = self.name
         labels.update(aws.labels if aws else {})
         labels.update(self.node_labels)
         return dict(sorted(labels.items()))

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
+from gpu_fabric.aws.karpenter import EC2_NODE_CLASS_TYPE, NODE_POOL_TYPE
 from gpu_fabric.diff.paths import Path, is_under, matches, parse_path
 
 PathPattern = Path
@@ -176,8 +177,26 @@ def source_kind_switched(type_token: str, old_inputs: Mapping, new_inputs: Mappi
     return old_kind != new_kind
 
 
+# Karpenter replaces the nodes of a drifted NodeClaim (website/content/en/docs/concepts/disruption.md,
+# "Drift"): a changed NodePool ``spec.template`` drifts its nodes, and so does a changed EC2NodeClass spec
+# -- static fields through the NodeClass's hash annotation, selector terms (subnets, security groups,
+# AMIs, capacity reservations) through what they resolve to. ``networkInterfaces`` is a static field
+# (v1.11, PR #9027: "changing it drifts nodes"). The docs name no spec field that never drifts, so every
+# EC2NodeClass spec change counts.
+KARPENTER_DRIFT_FIELDS: Mapping[str, tuple[str, ...]] = {
+    EC2_NODE_CLASS_TYPE: ("spec",),
+    NODE_POOL_TYPE: ("spec", "template"),
+}
+
+
 def rolls_nodes(type_token: str, op: str, changed_paths: Iterable[Sequence[Any]]) -> bool:
-    """Does the step replace the nodes of an EKS node group (rolling update or replacement)?"""
+    """Does the step replace nodes: an EKS node group's (rolling update or replacement), or a Karpenter
+    NodeClass's or NodePool's (drift)?"""
+    drift = KARPENTER_DRIFT_FIELDS.get(type_token)
+    if drift is not None:
+        if op == "replace":
+            return True
+        return op == "update" and any(tuple(path[: len(drift)]) == drift for path in changed_paths)
     if type_token != NODE_GROUP:
         return False
     if op == "replace":

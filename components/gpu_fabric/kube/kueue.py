@@ -36,7 +36,9 @@ def pool_quotas(pool: PoolSpec) -> list[tuple[str, Any]]:
 
     The accelerator and every fabric key a workload of the pool may request are covered, each
     sized from the pool (per-node capacity x node count), so Kueue cannot admit more endpoints
-    than the nodes have.
+    than the nodes have. For a Karpenter pool the node count is the very number its NodePool holds
+    (``limits.nodes``, and ``replicas`` when static: ``gpu_fabric.aws.karpenter.node_pool``), so the
+    queue never admits more than Karpenter may launch.
     """
     nodes = pool.node_count
     quotas: list[tuple[str, Any]] = []

@@ -70,7 +70,10 @@ class DomainPool:
     subnet_id: Optional[str] = None
     efa_per_node: Optional[int] = None
     node_group: Optional[str] = None
-    """Name of the node group that provides the nodes (``None`` when they come from elsewhere)."""
+    """Name of the node group -- or Karpenter NodePool -- that provides the nodes (``None`` when they come
+    from elsewhere). A Karpenter pool and a node group can share one EFA domain and its security group."""
+    provided_by: str = "node group"
+    """What ``node_group`` names: ``node group`` or ``NodePool`` (Karpenter)."""
     field_prefix: str = ".aws"
     """Appended to ``path`` before ``.availabilityZone`` etc. when a finding names a field."""
 
@@ -413,7 +416,10 @@ def config_pools(config: "FabricConfig", fabric_name: str = "fabric") -> list[Do
             subnet_id=known(aws.subnet_id) if aws else None,
             efa_per_node=pool.interfaces_per_node if pool.fabric == "efa" else None,
             # The EKS node group resource EfaNodeGroup registers (what `check` names from a render).
-            node_group=node_group_resource_name(node_group_component_name(fabric_name, pool.name)) if aws else None,
+            # Karpenter pools: the NodePool, which GpuFabric names after the pool.
+            node_group=(None if aws is None else pool.name if aws.is_karpenter
+                        else node_group_resource_name(node_group_component_name(fabric_name, pool.name))),
+            provided_by="NodePool" if aws is not None and aws.is_karpenter else "node group",
         ))
     return pools
 
@@ -442,7 +448,7 @@ def _pool_hop(pool: DomainPool) -> str:
     if pool.node_group is None:
         return f"pool {pool.name} -> nodes outside this stack"
     efa = f", {pool.efa_per_node} EFA" if pool.efa_per_node is not None else ""
-    return (f"pool {pool.name} -> node group {pool.node_group} "
+    return (f"pool {pool.name} -> {pool.provided_by} {pool.node_group} "
             f"({pool.availability_zone or 'AZ unknown'}, {pool.subnet_id or 'subnet unknown'}{efa})")
 
 

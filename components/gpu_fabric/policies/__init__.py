@@ -26,6 +26,7 @@ from gpu_fabric.policies.device_plugins import device_plugin_coverage
 from gpu_fabric.policies.efa_domains import efa_domain_placement, efa_domain_security_group
 from gpu_fabric.policies.efa_interfaces import efa_launch_template_interfaces
 from gpu_fabric.policies.instance_facts import pool_instance_facts
+from gpu_fabric.policies.karpenter import karpenter_efa_pool
 from gpu_fabric.policies.kueue import kueue_fabric_keys_covered, kueue_fabric_workload_queue
 from gpu_fabric.policies.kv_cache import kv_cache_transport_fabric
 from gpu_fabric.policies.node_groups import efa_node_group_placement
@@ -53,6 +54,7 @@ ALL_POLICIES: list[Policy] = [withholding_undecided(policy) for policy in (
     efa_node_group_placement,
     efa_domain_placement,
     efa_domain_security_group,
+    karpenter_efa_pool,
     device_plugin_coverage,
     fabric_advertisers,
     device_manager_least_privilege,
@@ -112,6 +114,7 @@ __all__ = [
     "fabric_workloads_advisory",
     "fabric_pool_topology_alignment",
     "fabric_pool_topology_delivered",
+    "karpenter_efa_pool",
     "kubelet_host_access",
     "kueue_fabric_keys_covered",
     "kueue_fabric_workload_queue",

@@ -49,6 +49,7 @@ from gpu_fabric.policies._props import (
     siblings,
     stack_resources,
 )
+from gpu_fabric.policies.karpenter import node_pool_security_groups
 from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
 from gpu_fabric.gpustack.transfer import analyze
 
@@ -102,11 +103,14 @@ def _domain_pool(pool: PoolFacts, resources: Sequence[Resource], by_urn: Mapping
     labels = dict(pool.labels)
     if len(types) == 1:
         labels.setdefault(INSTANCE_TYPE_LABEL, types[0])
+    provided_by, provider = "node group", ", ".join(g.name for g in groups) or None
+    if resource.type == KUEUE_POOL_TYPE and as_mapping(as_mapping(resource.props.get("pool")).get("aws")).get("provisioner") == "karpenter":
+        provided_by, provider = "NodePool", pool.name  # GpuFabric names the NodePool after the pool
     return DomainPool(
         name=pool.name, fabric=pool.fabric, path=path, field_prefix=prefix, labels=labels, instance_types=tuple(types),
         availability_zone=where.get("availability_zone"), vpc_id=where.get("vpc_id"),
         subnet_id=where.get("subnet_id"), efa_per_node=pool.interfaces_per_node,
-        node_group=", ".join(g.name for g in groups) or None,
+        node_group=provider, provided_by=provided_by,
     )
 
 
@@ -132,6 +136,12 @@ def _groups_by_pool(domain: EfaDomain, resources: Sequence[Resource]) -> dict[st
     by_name = {r.name: r for r in resources if r.type == NODE_GROUP_TYPE}
     groups: dict[str, list[Resource]] = {}
     for pool in domain.pools:
+        if pool.provided_by == "NodePool" and pool.node_group:
+            # A Karpenter pool: the groups its EC2NodeClass selects.
+            selected = node_pool_security_groups(pool.node_group, resources)
+            if selected is not None:
+                groups.setdefault(pool.name, []).extend(selected)
+            continue
         for name in (pool.node_group or "").split(", "):
             if name in by_name:
                 groups.setdefault(pool.name, []).extend(node_group_security_groups(by_name[name], resources))

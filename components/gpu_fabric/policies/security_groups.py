@@ -43,6 +43,7 @@ from gpu_fabric.policies._props import (
     stack_resources,
     truthy,
 )
+from gpu_fabric.policies.karpenter import efa_node_classes, node_class_security_groups
 
 EFA_SECURITY_GROUP_TAG = "gpu-fabric.io/efa-security-group"
 INGRESS_RULE_TYPE = constants.INGRESS_RULE_TYPE
@@ -68,6 +69,10 @@ def efa_security_groups(resources: Sequence[Resource]) -> list[Resource]:
             for urn in template.property_dependencies.get("networkInterfaces", ()):
                 if urn in by_urn and by_urn[urn].type == SECURITY_GROUP_TYPE:
                     found[urn] = by_urn[urn]
+    # Karpenter pools: the groups an EFA EC2NodeClass selects.
+    for node_class in efa_node_classes(resources):
+        for group in node_class_security_groups(node_class, resources):
+            found[group.urn] = group
     for group in resources:
         if group.type == SECURITY_GROUP_TYPE and EFA_SECURITY_GROUP_TAG in as_mapping(group.props.get("tags")):
             found[group.urn] = group

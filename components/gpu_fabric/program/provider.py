@@ -26,6 +26,7 @@ from gpu_fabric.resources.device_plugins import EfaDevicePlugin, GpuStackDeviceM
 from gpu_fabric.resources.efa_domain import EfaDomain
 from gpu_fabric.resources.efa_node_group import EfaNodeGroup
 from gpu_fabric.resources.fabric import GpuFabric
+from gpu_fabric.resources.karpenter_pool import KarpenterEfaPool
 from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent
 from gpu_fabric.resources.kueue_pool import KueuePool
 from gpu_fabric.resources.kv_cache import KVCache
@@ -36,7 +37,7 @@ PACKAGE_NAME = "gpu-fabric"
 
 COMPONENTS: list[type[pulumi.ComponentResource]] = [
     GpuFabric, EfaNodeGroup, KueuePool, KVCache, ModelDeployment, EfaDevicePlugin, GpuStackDeviceManager,
-    KubeletTopologyAgent, EfaDomain,
+    KubeletTopologyAgent, EfaDomain, KarpenterEfaPool,
 ]
 """Every component other languages can construct."""
 

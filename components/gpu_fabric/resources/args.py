@@ -83,8 +83,27 @@ class RootVolumeArgs(TypedDict, total=False):
     """KMS key of the volume; the account's default EBS key when absent."""
 
 
-class AwsNodeGroupArgs(TypedDict, total=False):
-    """An EFA-enabled EKS managed node group in one AZ and one subnet of an existing cluster.
+class KarpenterArgs(TypedDict, total=False):
+    """How Karpenter launches a pool's nodes (``provisioner: karpenter`` only)."""
+
+    node_role: Required[str]
+    """Name of the IAM role the nodes run as (``EC2NodeClass.spec.role``)."""
+    version: str
+    """The Karpenter release installed (``1.14.1``); when stated, older than 1.11 is refused."""
+    static: bool
+    """A static NodePool: ``replicas`` = the pool's node count (Karpenter's StaticCapacity feature gate)."""
+    ami_version: str
+    """Version half of the AMI alias (``al2023@<version>``); default ``latest``."""
+    expire_after: str
+    """NodePool ``expireAfter``; default ``Never`` (an expiring node is terminated while it serves)."""
+    consolidate_after: str
+    """How long an empty node waits before Karpenter removes it; default ``1h``."""
+    associate_public_ip_address: bool
+    """Public IP on the primary interface; refused with more than one EFA. Default false."""
+
+
+class AwsNodesArgs(TypedDict, total=False):
+    """Where and how a pool's EFA nodes run, whoever launches them (EKS managed node group or Karpenter).
 
     Values that decide the interface plan, the user data or how many resources exist (instance
     types, AMI and capacity types, layout, scaling, labels, taints, tags) are plain.
@@ -101,8 +120,6 @@ class AwsNodeGroupArgs(TypedDict, total=False):
     """The group's one availability zone, explicit so it cannot drift and replace the group."""
     subnet_id: Required[pulumi.Input[str]]
     """The group's one subnet, in ``availability_zone`` (EFA traffic does not cross subnets)."""
-    node_role_arn: Required[pulumi.Input[str]]
-    """IAM role the nodes run as (for example ``role.arn`` of an ``aws.iam.Role``)."""
     ami_type: str
     """``AL2023_x86_64_NVIDIA`` (default), ``AL2023_ARM_64_NVIDIA``, ``BOTTLEROCKET_x86_64_NVIDIA``,
     ``BOTTLEROCKET_ARM_64_NVIDIA``, ``BOTTLEROCKET_x86_64`` or ``BOTTLEROCKET_ARM_64``. Plain: it decides
@@ -113,8 +130,6 @@ class AwsNodeGroupArgs(TypedDict, total=False):
     """On-Demand Capacity Reservation or Capacity Block to launch into."""
     placement_group: PlacementGroupArgs
     """Default ``create``; ``none`` is implied with a capacity reservation or a Capacity Block."""
-    scaling: Required[ScalingArgs]
-    """Node count bounds."""
     efa_layout: str
     """``recommended`` (default) or ``legacy`` interface layout."""
     efa_card_indices: Sequence[int]
@@ -134,6 +149,22 @@ class AwsNodeGroupArgs(TypedDict, total=False):
     """EKS AMI release version."""
     kubernetes_version: pulumi.Input[str]
     """Kubernetes version of the nodes."""
+
+
+class AwsNodeGroupArgs(AwsNodesArgs, total=False):
+    """A pool's ``aws`` block: an EFA-enabled EKS managed node group, or with ``provisioner: karpenter`` an
+    EC2NodeClass and NodePool, in one AZ and one subnet of an existing cluster."""
+
+    node_role_arn: pulumi.Input[str]
+    """IAM role the nodes run as (for example ``role.arn`` of an ``aws.iam.Role``); required for a managed
+    node group, refused with ``provisioner: karpenter`` (``karpenter.node_role`` names the role)."""
+    scaling: ScalingArgs
+    """Node count bounds; required for a managed node group, refused with ``provisioner: karpenter`` (the
+    pool's node count sizes the NodePool)."""
+    provisioner: str
+    """``managedNodeGroup`` (default) or ``karpenter``. Plain: it decides which resources exist."""
+    karpenter: KarpenterArgs
+    """Karpenter's settings (``provisioner: karpenter`` only). Plain: written into the NodeClass and NodePool."""
 
 
 class TopologyAgentSettingsArgs(TypedDict, total=False):

@@ -29,7 +29,7 @@ from gpu_fabric.aws.node_group import (
 from gpu_fabric.aws.user_data import to_base64, user_data_for_ami
 from gpu_fabric.aws.catalog import InstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface
-from gpu_fabric.resources.args import AwsNodeGroupArgs, KubeletTopologyArgs
+from gpu_fabric.resources.args import AwsNodesArgs, KubeletTopologyArgs, Required, ScalingArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
@@ -69,9 +69,13 @@ PLAIN_REASONS = {
 """Why each plain argument must be known at construction."""
 
 
-class EfaNodeGroupArgs(AwsNodeGroupArgs, total=False):
+class EfaNodeGroupArgs(AwsNodesArgs, total=False):
     """Inputs of ``EfaNodeGroup``: the node group, plus the pool's kubelet topology and labels."""
 
+    node_role_arn: Required[pulumi.Input[str]]
+    """IAM role the nodes run as (for example ``role.arn`` of an ``aws.iam.Role``)."""
+    scaling: Required[ScalingArgs]
+    """Node count bounds."""
     topology: KubeletTopologyArgs
     """kubelet topology settings; default ``restricted`` / ``container``. Plain: written into the user data."""
     pool_labels: Mapping[str, str]
@@ -107,10 +111,14 @@ def _validated(model: type[SpecModel], data: Any, prefix: tuple[str, ...] = ()) 
         raise ConfigError.from_validation_error(error, prefix) from None
 
 
-def split_args(args: Mapping[str, Any]) -> tuple[AwsNodeGroupSpec, KubeletTopology, dict[str, str]]:
-    """Validate ``EfaNodeGroupArgs`` into the node-group spec, the topology and the pool labels."""
-    spec_fields = {key: value for key, value in args.items() if key not in _COMPONENT_KEYS}
-    extra = {_COMPONENT_KEYS[key]: value for key, value in args.items() if key in _COMPONENT_KEYS}
+def split_args(args: Mapping[str, Any], component_keys: Mapping[str, str] = _COMPONENT_KEYS,
+               ) -> tuple[AwsNodeGroupSpec, KubeletTopology, dict[str, str]]:
+    """Validate ``EfaNodeGroupArgs`` into the node-group spec, the topology and the pool labels.
+
+    ``component_keys`` maps the component's own keys (both spellings) to their snake_case names.
+    """
+    spec_fields = {key: value for key, value in args.items() if key not in component_keys}
+    extra = {component_keys[key]: value for key, value in args.items() if key in component_keys}
     spec = _validated(AwsNodeGroupSpec, spec_fields)
     topology = _validated(KubeletTopology, extra.get("topology") or {}, ("topology",))
     pool_labels = dict(extra.get("pool_labels") or {})
@@ -143,6 +151,9 @@ def plan_efa_node_group(
     ``is_deferred`` tells values that stand for ``Output``s still unknown.
     """
     spec, topology, pool_labels = split_args(args)
+    if spec.is_karpenter or spec.scaling is None or spec.node_role_arn is None:
+        raise ConfigError([("provisioner", "EfaNodeGroup builds an EKS managed node group; a pool Karpenter "
+                            "launches is a KarpenterEfaPool")])
     if spec.ami_family == "bottlerocket":
         # Refused at the property before the user data renders (the rendering refuses the same settings).
         problems = bottlerocket_problems(topology.policy_options, topology.cpu_manager_policy_options)
@@ -207,6 +218,8 @@ class EfaNodeGroup(pulumi.ComponentResource):
         plan = inputs.validate(plan_with, default_path="instance_types")
         inputs.check_on_resolve(plan_with)
         spec = plan.spec
+        scaling, node_role_arn = spec.scaling, spec.node_role_arn
+        assert scaling is not None and node_role_arn is not None  # plan_efa_node_group refuses them missing
 
         if spec.placement_group.mode == "domain":
             raise InvalidInputError([("placement_group.mode", "'domain' shares an EFA domain's placement group, which only "
@@ -278,15 +291,15 @@ class EfaNodeGroup(pulumi.ComponentResource):
             **resource_inputs(
                 node_group_inputs(
                     cluster_name=spec.cluster_name,
-                    node_role_arn=spec.node_role_arn,
+                    node_role_arn=node_role_arn,
                     subnet_ids=[spec.subnet_id],
                     ami_type=spec.ami_type,
                     capacity_type=spec.capacity_type,
                     launch_template_id=launch_template.id,
                     launch_template_version=launch_template.latest_version.apply(str),
-                    min_size=spec.scaling.min_size,
-                    max_size=spec.scaling.max_size,
-                    desired_size=spec.scaling.initial_size,
+                    min_size=scaling.min_size,
+                    max_size=scaling.max_size,
+                    desired_size=scaling.initial_size,
                     labels=plan.labels,
                     taints=plan.taints,
                     instance_types=None if single_type else spec.instance_types,

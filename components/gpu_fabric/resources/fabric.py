@@ -4,7 +4,8 @@ from typing import Any, Mapping, Optional, Sequence, TypedDict, cast
 
 import pulumi
 
-from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
+from gpu_fabric.aws.karpenter import karpenter_findings
+from gpu_fabric.aws.node_group import NodeGroupInputError, node_labels, plan_node_group
 from gpu_fabric.gpustack.objects import gpustack_manifests
 from gpu_fabric.aws.catalog import InstanceCatalog
 from gpu_fabric.plan.efa_domains import domain_component_name, domains_from_config, shares_security_group
@@ -19,6 +20,7 @@ from gpu_fabric.resources.device_plugins import (
 )
 from gpu_fabric.resources.efa_domain import EfaDomain
 from gpu_fabric.resources.efa_node_group import EfaNodeGroup, EfaNodeGroupArgs
+from gpu_fabric.resources.karpenter_pool import KarpenterEfaPool, KarpenterEfaPoolArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs
 from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent, KubeletTopologyAgentArgs
 from gpu_fabric.resources.kubernetes_objects import child_options, qualified_name
@@ -177,7 +179,9 @@ class GpuFabric(pulumi.ComponentResource):
     node_group_names: pulumi.Output[dict[str, str]]
     """Pool name -> EKS node group name, for pools with an ``aws`` node group."""
     efa_security_group_ids: pulumi.Output[dict[str, str]]
-    """Pool name -> id of its EFA security group, for pools with an ``aws`` node group."""
+    """Pool name -> id of its EFA security group, for pools with an ``aws`` block (node group or Karpenter)."""
+    node_pool_names: pulumi.Output[dict[str, str]]
+    """Pool name -> Karpenter NodePool name, for pools with ``aws.provisioner: karpenter``."""
     device_plugin_daemonsets: pulumi.Output[list[str]]
     """Names of the device-plugin DaemonSets this fabric deploys."""
     kv_cache_backend_names: pulumi.Output[list[str]]
@@ -213,6 +217,8 @@ class GpuFabric(pulumi.ComponentResource):
         """Pool name -> the EfaDomain whose security group its node group shares (EFA domains of 2+ node groups)."""
         self.node_groups: dict[str, EfaNodeGroup] = {}
         """Pool name -> its EFA node group."""
+        self.karpenter_pools: dict[str, KarpenterEfaPool] = {}
+        """Pool name -> its Karpenter EC2NodeClass and NodePool (``aws.provisioner: karpenter``)."""
         for pool in config.pools:
             if pool.aws is not None:
                 node_group_args = {
@@ -229,6 +235,14 @@ class GpuFabric(pulumi.ComponentResource):
                     # The domain's shared cluster group; a pool alone in (or outside) a domain gets its own.
                     node_group_args["placement_group"] = (
                         {"mode": "existing", "name": domain.placement_group_name} if domain is not None else {"mode": "create"})
+                if pool.aws.is_karpenter:
+                    # The NodeClass and NodePool are named after the pool (nodes: karpenter.sh/nodepool=<pool>).
+                    node_group_args.update({"node_count": pool.node_count, "object_name": pool.name})
+                    self.karpenter_pools[pool.name] = KarpenterEfaPool(
+                        f"{name}-{pool.name}-nodes", cast(KarpenterEfaPoolArgs, inputs.restore(node_group_args)),
+                        child_options(self), catalog=catalog)
+                    continue
+                node_group_args.pop("provisioner", None)  # "managedNodeGroup": EfaNodeGroup is one
                 self.node_groups[pool.name] = EfaNodeGroup(
                     f"{name}-{pool.name}-nodes", cast(EfaNodeGroupArgs, inputs.restore(node_group_args)),
                     child_options(self), catalog=catalog)
@@ -282,7 +296,10 @@ class GpuFabric(pulumi.ComponentResource):
         self.local_queues = _by_pool(config, {p: pool.local_queue_names for p, pool in self.kueue_pools.items()})
         self.cluster_queues = _by_pool(config, {p: pool.cluster_queue_name for p, pool in self.kueue_pools.items()})
         self.node_group_names = _by_pool(config, {p: group.node_group_name for p, group in self.node_groups.items()})
-        self.efa_security_group_ids = _by_pool(config, {p: group.security_group_id for p, group in self.node_groups.items()})
+        self.efa_security_group_ids = _by_pool(config, {
+            **{p: group.security_group_id for p, group in self.node_groups.items()},
+            **{p: karpenter.security_group_id for p, karpenter in self.karpenter_pools.items()}})
+        self.node_pool_names = _by_pool(config, {p: karpenter.node_pool_name for p, karpenter in self.karpenter_pools.items()})
         daemonsets: list[pulumi.Output[Any]] = []
         if self.efa_device_plugin is not None:
             daemonsets.append(self.efa_device_plugin.daemonset_name.apply(lambda n: [n]))
@@ -339,7 +356,7 @@ def _eks_taints(taints: list[dict[str, str]]) -> list[dict[str, str]]:
 def _at_field(prefix: str, default: str, finding: str) -> tuple[str, str]:
     """``"amiType: ..."`` -> ``("<prefix>.amiType", "...")``; other findings go to ``default``."""
     field, colon, message = finding.partition(": ")
-    if colon and field.isidentifier():
+    if colon and all(part.isidentifier() for part in field.split(".")):
         return f"{prefix}.{field}", message
     return f"{prefix}.{default}", finding
 
@@ -358,6 +375,10 @@ def _check_node_groups(config: FabricConfig, catalog: InstanceCatalog) -> None:
         except ValueError as error:
             problems.append((f"pools[{i}].aws.instanceTypes", str(error)))
             continue
+        if pool.aws.is_karpenter:
+            labels = node_labels({**pool.aws.labels, **pool.node_labels})
+            problems.extend(_at_field(f"pools[{i}].aws", "instanceTypes", finding)
+                            for finding in karpenter_findings(pool.aws, plan, labels))
         efa_interfaces = sum(1 for interface in plan if interface.interface_type != "interface")
         if pool.interfaces_per_node != efa_interfaces:
             problems.append((f"pools[{i}].interfacesPerNode",

@@ -68,7 +68,7 @@ def _placement_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
     from gpu_fabric.policies.node_groups import node_group_findings
 
     for i, pool in enumerate(config.pools):
-        if pool.aws is None:
+        if pool.aws is None or pool.aws.is_karpenter:  # no node group; the Karpenter rules run in GpuFabric
             continue
         for problem in node_group_findings(*_node_group_resources(pool)):
             yield f"pools[{i}].aws.placementGroup", f"{problem} (policy efa-node-group-placement)"
@@ -92,7 +92,7 @@ def _node_group_resources(pool: PoolSpec):
     from gpu_fabric.policies._props import Resource
 
     spec = pool.aws
-    assert spec is not None
+    assert spec is not None and spec.scaling is not None and spec.node_role_arn is not None
     parent = f"efa-node-group::{pool.name}"
     siblings = []
     placement_name = None

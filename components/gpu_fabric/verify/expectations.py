@@ -105,7 +105,9 @@ def pool_selector(pool: PoolSpec) -> dict[str, str]:
     The pool's effective labels (``nodeLabels``, its node group's labels and instance type, the
     OS/architecture its InstanceType name carries: ``PoolSpec.effective_node_labels``, the same
     labels device-plugin coverage is checked against), and for every EFA pool
-    ``vpc.amazonaws.com/efa.present`` (our node groups set it; eksctl's do too).
+    ``vpc.amazonaws.com/efa.present`` (our node groups set it; eksctl's do too). A Karpenter pool's
+    nodes are found by ``karpenter.sh/nodepool: <pool name>`` too, which Karpenter puts on every node of
+    the NodePool (GpuFabric names the NodePool after the pool).
     """
     labels = pool.effective_node_labels()
     if pool.fabric == "efa":

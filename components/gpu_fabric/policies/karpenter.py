@@ -1,0 +1,224 @@
+"""Policy: a Karpenter EFA pool can launch the nodes it describes -- Karpenter's rules, before the apply.
+
+Reads ``EC2NodeClass`` (``karpenter.k8s.aws/v1``) and ``NodePool`` (``karpenter.sh/v1``) objects from
+resource properties, and ``gpu-fabric:index:KarpenterEfaPool`` components for the stated Karpenter
+version. Each rule is the function the component's planner runs (:mod:`gpu_fabric.aws.karpenter`,
+:func:`gpu_fabric.aws.efa.validate_plan`), so ``render`` refuses from configuration what this refuses
+from properties:
+
+* one EFA layout per NodeClass: its ``networkInterfaces`` must fit every instance type a NodePool using
+  it allows (types whose EFA cards differ cannot share one; Karpenter issue #9071 -- it filters such types
+  out instead, so the pool silently never launches them);
+* a ``placementGroupSelector`` (a cluster group holds one AZ) pins every NodePool of the NodeClass to one
+  zone (``designs/placement-groups-support.md``);
+* no ``associatePublicIPAddress`` with more than one EFA (EC2; Karpenter PR #5666);
+* an EFA NodeClass selects a security group of this stack (the EFA domain's self-referencing group, or the
+  pool's own): EFA traffic is dropped without the group's self rules (EC2 EFA user guide, security group);
+* a stated Karpenter older than 1.11 cannot express the layout (``networkInterfaces``, PR #9027, and
+  ``placementGroupSelector``, PR #9030, shipped in v1.11.0).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationArgs, StackValidationPolicy
+
+from gpu_fabric.aws.karpenter import (
+    EC2_NODE_CLASS_API_VERSION,
+    EC2_NODE_CLASS_KIND,
+    INSTANCE_TYPE_KEY,
+    NODE_POOL_API_VERSION,
+    NODE_POOL_KIND,
+    ZONE_KEY,
+    karpenter_interface_findings,
+    public_ip_findings,
+    requirement_values,
+    zone_pin_findings,
+)
+from gpu_fabric.config.node_group import KARPENTER_MIN_VERSION, karpenter_version
+from gpu_fabric.policies._props import (
+    EFA_INTERFACE_TYPES,
+    SECURITY_GROUP_TYPE,
+    Resource,
+    as_list,
+    as_mapping,
+    known_str,
+    stack_resources,
+)
+
+KARPENTER_POOL_TYPE = "gpu-fabric:index:KarpenterEfaPool"
+
+
+def _is(resource: Resource, api_version: str, kind: str) -> bool:
+    return resource.is_kubernetes_object and resource.props.get("apiVersion") == api_version and resource.kind == kind
+
+
+def node_classes(resources: Sequence[Resource]) -> list[Resource]:
+    """The stack's EC2NodeClass objects."""
+    return [r for r in resources if _is(r, EC2_NODE_CLASS_API_VERSION, EC2_NODE_CLASS_KIND)]
+
+
+def node_pools(resources: Sequence[Resource]) -> list[Resource]:
+    """The stack's NodePool objects."""
+    return [r for r in resources if _is(r, NODE_POOL_API_VERSION, NODE_POOL_KIND)]
+
+
+def _interfaces(node_class: Resource) -> list[Mapping[str, Any]]:
+    return [as_mapping(i) for i in as_list(node_class.spec.get("networkInterfaces"))]
+
+
+def _efa_count(node_class: Resource) -> int:
+    return sum(1 for i in _interfaces(node_class) if i.get("interfaceType") in EFA_INTERFACE_TYPES)
+
+
+def _node_class_of(pool: Resource, classes: Sequence[Resource]) -> Optional[Resource]:
+    ref = as_mapping(as_mapping(as_mapping(pool.spec.get("template")).get("spec")).get("nodeClassRef"))
+    name = known_str(ref.get("name"))
+    return next((c for c in classes if c.object_name == name), None)
+
+
+def layout_findings(node_class: Resource, instance_types: Sequence[str], allow_fewer: bool = False) -> list[str]:
+    """The NodeClass's interfaces against every instance type (bundled facts; unknown types are not judged).
+
+    Each type must get exactly ``EfaInfo.MaximumEfaInterfaces`` EFAs, as ``efa-launch-template-interfaces``
+    demands of a launch template; ``allow_fewer`` accepts a deliberate subset of cards (``efaCardIndices``).
+    """
+    from gpu_fabric.aws.catalog import BundledInstanceCatalog, UnknownInstanceTypeError
+    from gpu_fabric.aws.efa import validate_plan
+
+    interfaces = _interfaces(node_class)
+    problems = []
+    for name in instance_types:
+        try:
+            info = BundledInstanceCatalog().describe([name])[name]
+        except UnknownInstanceTypeError:
+            continue
+        maximum = int(((info.get("NetworkInfo") or {}).get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0))
+        efa_count = (min(_efa_count(node_class), maximum) or None) if allow_fewer else None
+        for problem in validate_plan(info, interfaces, efa_count=efa_count):
+            problems.append(f"EC2NodeClass {node_class.object_name}: instanceTypes {name}: {problem} -- one NodeClass "
+                            "carries one EFA layout; give instance types whose EFA cards differ a pool each")
+    return problems
+
+
+def _selected_stack_groups(node_class: Resource, resources: Sequence[Resource]) -> Optional[list[Resource]]:
+    """Security groups of this stack the NodeClass's spec is built from (``None``: the engine did not say)."""
+    dependencies = node_class.property_dependencies.get("spec")
+    if dependencies is None:
+        return None
+    by_urn = {r.urn: r for r in resources}
+    return [by_urn[urn] for urn in dependencies if urn in by_urn and by_urn[urn].type == SECURITY_GROUP_TYPE]
+
+
+def node_class_security_groups(node_class: Resource, resources: Sequence[Resource]) -> list[Resource]:
+    """The stack's security groups an EFA NodeClass selects (by the engine's property dependencies of ``spec``;
+    without them, the groups registered beside it). Groups outside the stack (known ``sg-...`` ids) are not
+    counted: their rules cannot be read here."""
+    if not _efa_count(node_class):
+        return []
+    selected = _selected_stack_groups(node_class, resources)
+    if selected is not None:
+        return selected
+    return [r for r in resources if r.type == SECURITY_GROUP_TYPE and r.parent and r.parent == node_class.parent]
+
+
+def efa_node_classes(resources: Sequence[Resource]) -> list[Resource]:
+    """The stack's EC2NodeClasses that carry EFA interfaces."""
+    return [node_class for node_class in node_classes(resources) if _efa_count(node_class)]
+
+
+def node_pool_security_groups(node_pool_name: str, resources: Sequence[Resource]) -> Optional[list[Resource]]:
+    """The stack's security groups on the nodes of NodePool ``node_pool_name`` (``None``: no such EFA NodePool)."""
+    classes = node_classes(resources)
+    pool = next((p for p in node_pools(resources) if p.object_name == node_pool_name), None)
+    node_class = _node_class_of(pool, classes) if pool is not None else None
+    if node_class is None or not _efa_count(node_class):
+        return None
+    return node_class_security_groups(node_class, resources)
+
+
+def security_group_findings(node_class: Resource, resources: Sequence[Resource]) -> list[str]:
+    """An EFA NodeClass must select the EFA security group this stack creates."""
+    if not _efa_count(node_class):
+        return []
+    selected = _selected_stack_groups(node_class, resources)
+    if selected is None or selected:
+        return []  # None: the engine did not say where the spec's values come from, so nothing to refuse
+    return [f"EC2NodeClass {node_class.object_name} has {_efa_count(node_class)} EFA interfaces but selects no EFA "
+            "security group of this stack (the EFA domain's group, or the pool's own, with all traffic to and from "
+            "itself): EFA traffic between its nodes would be dropped"]
+
+
+def version_findings(component: Resource) -> list[str]:
+    """A stated Karpenter older than 1.11 prunes networkInterfaces and placementGroupSelector."""
+    version = known_str(as_mapping(component.props.get("karpenter")).get("version"))
+    if version is None:
+        return []
+    try:
+        stated = karpenter_version(version)
+    except ValueError:
+        return [f"KarpenterEfaPool {component.name}: karpenter.version {version!r} is not a version number"]
+    if stated < KARPENTER_MIN_VERSION:
+        return [f"KarpenterEfaPool {component.name}: Karpenter {version} cannot express the EFA layout; EC2NodeClass "
+                "networkInterfaces and placementGroupSelector need Karpenter >= 1.11 (PRs #9027, #9030)"]
+    return []
+
+
+def karpenter_findings(resources: Sequence[Resource], allow_fewer: bool = False) -> list[tuple[str, str]]:
+    """``(message, urn)`` for every Karpenter rule the stack breaks (``allow_fewer``: see :func:`layout_findings`)."""
+    classes = node_classes(resources)
+    findings: list[tuple[str, str]] = []
+    for node_class in classes:
+        for problem in [*karpenter_interface_findings(_interfaces(node_class)),
+                        *public_ip_findings(node_class.spec.get("associatePublicIPAddress"), _efa_count(node_class)),
+                        ]:
+            findings.append((f"EC2NodeClass {node_class.object_name}: {problem}", node_class.urn))
+        findings.extend((problem, node_class.urn) for problem in security_group_findings(node_class, resources))
+    for pool in node_pools(resources):
+        pool_class = _node_class_of(pool, classes)
+        if pool_class is None or not _efa_count(pool_class):
+            continue
+        types = requirement_values({"spec": pool.spec}, INSTANCE_TYPE_KEY) or []
+        findings.extend((problem, pool.urn) for problem in layout_findings(pool_class, types, allow_fewer))
+        has_group = bool(as_mapping(pool_class.spec.get("placementGroupSelector")))
+        for problem in zone_pin_findings(has_group, requirement_values({"spec": pool.spec}, ZONE_KEY)):
+            findings.append((f"NodePool {pool.object_name}: {problem}", pool.urn))
+    for component in resources:
+        if component.type == KARPENTER_POOL_TYPE:
+            findings.extend((problem, component.urn) for problem in version_findings(component))
+    return findings
+
+
+def _validate(args: StackValidationArgs, report_violation: Any) -> None:
+    allow_fewer = bool(args.get_config().get("allowFewerEfaInterfaces", False))
+    for message, urn in karpenter_findings(stack_resources(args), allow_fewer):
+        report_violation(message, urn)
+
+
+karpenter_efa_pool = StackValidationPolicy(
+    name="karpenter-efa-pool",
+    display_name="Karpenter EFA pools launch the nodes they describe",
+    description=(
+        "An EFA EC2NodeClass carries one EFA layout that fits every instance type its NodePools allow, selects "
+        "the stack's EFA security group, sets no public IP with more than one EFA, and with a placement group "
+        "its NodePools are pinned to one zone; a stated Karpenter is at least 1.11."
+    ),
+    validate=_validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    tags=["aws", "efa", "karpenter"],
+    config_schema=PolicyConfigSchema(properties={
+        "allowFewerEfaInterfaces": {
+            "type": "boolean",
+            "default": False,
+            "description": "Accept NodeClasses that deliberately use a subset of the EFA cards (efaCardIndices).",
+        },
+    }),
+    remediation_steps=(
+        "Let gpu-fabric plan the pool (aws.provisioner: karpenter, or the KarpenterEfaPool component): it writes "
+        "the interfaces from the instance facts (`gpu-fabric efa-info <type>`), one instance-type family per "
+        "pool, the zone requirement, and the EFA domain's security group. Upgrade Karpenter to 1.11 or later."
+    ),
+    url="https://karpenter.sh/docs/concepts/nodeclasses/",
+)
