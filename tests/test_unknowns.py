@@ -212,3 +212,21 @@ def test_a_pool_topology_not_known_at_preview_is_not_refused(field):
     index = next(i for i, r in enumerate(example("aws-efa")) if r.type == "gpu-fabric:index:KueuePool")
     resources = with_sentinel("aws-efa", index, ("pool", "topology", field))
     assert run_policy(POLICIES_BY_NAME["fabric-pool-topology"], resources) == []
+
+
+@pytest.mark.parametrize("path", [("spec",), ("spec", "template", "spec", "nodeSelector"), ("kind",)])
+def test_a_device_plugin_not_known_at_preview_leaves_coverage_undecided(path):
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import run_policy
+
+    index = next(i for i, r in enumerate(example("aws-efa")) if r.name.endswith("efa-device-plugin-daemonset"))
+    assert run_policy(POLICIES_BY_NAME["device-plugin-coverage"], with_sentinel("aws-efa", index, path)) == []
+
+
+def test_a_pool_without_any_device_plugin_is_still_refused_at_preview():
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import run_policy
+
+    without_plugin = [r for r in example("aws-efa") if not r.name.endswith("efa-device-plugin-daemonset")]
+    found = run_policy(POLICIES_BY_NAME["device-plugin-coverage"], without_plugin)
+    assert found and all(v.mandatory for v in found)
