@@ -27,7 +27,9 @@ from gpu_fabric.policies.over_grpc import PACK_FAILURE, analyze_over_grpc, analy
 from policy_helpers import PROJECT_DIR
 from test_policy_grpc import TRANSFER_POLICY, analyzer, seed_deployment  # noqa: F401 - the pack fixture
 
-EXAMPLES = ("aws-efa", "seed-rdma")
+from gpu_fabric.program.render import example_stacks  # noqa: E402 - beside the names it gives
+
+EXAMPLES = tuple(example_stacks(PROJECT_DIR))
 
 
 def test_the_sentinel_is_the_engines():
