@@ -181,6 +181,8 @@ def test_a_wrong_plan_beside_unknown_security_groups_is_still_refused():
     ("kv-cache-binding-team-a-shared", ("metadata", "namespace")),
     ("kv-cache-pool-efa-cache", ("metadata",)),
     ("team-a-llama-pd-deployment", ("metadata", "name")),
+    ("kv-cache-backend-mooncake-efa", ("kind",)),
+    ("kv-cache-pool-efa-cache", ("kind",)),
 ])
 def test_a_gpustack_object_whose_identity_is_unknown_is_not_refused_for_it(name_part, path):
     from gpu_fabric.policies import POLICIES_BY_NAME

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.config.shapes import UNKNOWN, unknown_paths
+from gpu_fabric.config.shapes import UNKNOWN, is_unknown, unknown_paths
 from gpu_fabric.gpustack.findings import Finding
 from gpu_fabric.gpustack.profiles import Profile, UnknownOperatorVersion, default_profile, profile_for
 from gpu_fabric.gpustack.transfer import GPUSTACK_GROUP, analyze
@@ -101,7 +101,8 @@ def waiting_objects(objects: list[Resource], unidentified: bool = False) -> set[
     pools, backends); any unknown value there makes it wait. Every other finding is still refused.
     """
     unknown = {_key_of(r) for r in objects if unknown_paths(dict(r.props))}
-    chain_unknown = any(_key_of(r) in unknown for r in objects if r.kind in _CACHE_KINDS) or unidentified
+    chain_unknown = unidentified or any(_key_of(r) in unknown for r in objects
+                                        if r.kind in _CACHE_KINDS or is_unknown(r.props.get("kind")))
     # ``unidentified``: a GPUStack resource whose kind or apiVersion is unknown is no object the
     # analysis can index, so any reference may be to it.
     return {_key_of(r) for r in objects
