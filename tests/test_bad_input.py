@@ -186,6 +186,14 @@ REFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "member-wants-more-interfaces": (efa(lambda c: member(c).update(fabricInterfaceCount=4)),
                                      ("kvCacheBackends[0].connection.managed.members[0]",)),
     "topology-none-on-fabric-pool": (efa(lambda c: pool(c)["topology"].update(policy="none")), ("pools[0].topology.policy",)),
+    # Standalone quotas are nodeCount x per-node capacity: above the node group's maxSize they promise absent nodes.
+    "node-count-above-max-size": (efa(lambda c: pool(c).update(nodeCount=pool(c)["aws"]["scaling"]["maxSize"] + 1)),
+                                  ("pools[0]", "nodeCount 5 is above aws.scaling.maxSize 4")),
+    # The Bottlerocket node group's user data has no key for this kubelet option: refused at the pool, not at render.
+    "cpu-option-without-bottlerocket-setting": (efa(lambda c: pool(c, 1).update(topology={
+        "policy": "restricted", "scope": "container", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1",
+        "cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}})),
+        ("pools[1]", "topology.cpuManagerPolicyOptions", "no Bottlerocket setting", "BOTTLEROCKET_x86_64")),
 }
 
 SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -37,10 +37,10 @@ def test_preview_leaves_ids_and_computed_names_unknown():
 def test_check_preview_of_the_examples_runs_every_policy_cleanly():
     outcome = run_cli("check", "--preview", "--project", str(PROJECT_DIR))
     assert outcome.code == 0, outcome.describe()
-    assert "policy failed" not in outcome.out and "can't run policy during preview" not in outcome.out
+    assert "the pack failed" not in outcome.out and "can't run policy" not in outcome.out
     from gpu_fabric.program.render import example_stacks
 
-    assert outcome.out.count("(preview: ids and names of new resources unknown)") == len(example_stacks(PROJECT_DIR))
+    assert outcome.out.count("(preview over gRPC: ids and names of new resources unknown)") == len(example_stacks(PROJECT_DIR))
 
 
 def test_a_known_mistake_is_still_refused_at_preview():
@@ -94,3 +94,53 @@ def test_no_policy_crashes_on_unknowns_anywhere(chosen):
         target[path[-1]] = UNKNOWN
     violations = run_policies(ALL_POLICIES, resources)
     assert not [v for v in violations if v.message.startswith("policy failed")], violations
+
+
+TEAM_PROGRAM = '''
+from pathlib import Path
+
+import pulumi_aws as aws
+import yaml
+
+from gpu_fabric import GpuFabric
+from gpu_fabric.aws import snake_case
+
+config = yaml.safe_load((Path(__file__).parent / "Pulumi.team.yaml").read_text())["config"]
+values = {key.split(":", 1)[1]: value for key, value in config.items() if key.startswith("gpu-fabric:")}
+values.pop("kubernetes")
+# The team's own resources; the offline mocks have no table entry for any of them.
+vpc = aws.ec2.Vpc("vpc", cidr_block="10.0.0.0/16")
+subnet = aws.ec2.Subnet("subnet", vpc_id=vpc.id, cidr_block="10.0.0.0/24")
+cluster = aws.eks.Cluster("cluster", role_arn="arn:aws:iam::123456789012:role/eks",
+                          vpc_config={"subnet_ids": [subnet.id]})
+role = aws.iam.Role("nodes", assume_role_policy="{}")
+for pool in values["pools"]:
+    pool["aws"].update(clusterName=cluster.name, vpcId=vpc.id, subnetId=subnet.id, nodeRoleArn=role.arn)
+GpuFabric("fabric", {snake_case(key): value for key, value in values.items()})
+'''
+
+
+def test_check_over_a_teams_program_whose_aws_resources_have_no_mock_table(tmp_path):
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    (tmp_path / "Pulumi.yaml").write_text((PROJECT_DIR / "Pulumi.yaml").read_text())
+    (stacks / "Pulumi.team.yaml").write_text((PROJECT_DIR / "stacks" / "Pulumi.aws-efa.yaml").read_text())
+    (stacks / "__main__.py").write_text(TEAM_PROGRAM)
+    outcome = run_cli("check", "--project", str(tmp_path), "--stack", "team")
+    assert outcome.code == 0, outcome.describe()
+    assert "Output object at" not in outcome.out + outcome.err and "resolved to no value" not in outcome.err
+    # The node groups join the team's cluster by its (offline) name, in its subnet.
+    assert "node group fabric-gpustack--nvidia-h100-linux-amd64-nodes-ng (us-east-1a, subnet-" in outcome.out
+
+
+def test_offline_answers_for_aws_resources_gpu_fabric_does_not_create():
+    from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
+
+    from gpu_fabric.program.mocks import offline_id, provider_outputs
+
+    cluster = provider_outputs("aws:eks/cluster:Cluster", "c", {"roleArn": "arn:aws:iam::1:role/x"})
+    assert cluster["name"] == "c" and cluster["arn"] == "arn:aws:eks:offline:000000000000:cluster/c"
+    assert cluster["endpoint"] == ENGINE_UNKNOWN and "roleArn" not in cluster  # computed only, given inputs kept
+    assert provider_outputs("aws:iam/role:Role", "r", {})["arn"] == "arn:aws:iam::000000000000:role/r"
+    assert offline_id("aws:ec2/subnet:Subnet", "s").startswith("subnet-") and len(offline_id("aws:ec2/subnet:Subnet", "s")) == 24
+    assert provider_outputs("kubernetes:core/v1:ConfigMap", "cm", {}) == {}

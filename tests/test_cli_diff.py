@@ -273,3 +273,31 @@ def test_stack_neither_end_has_names_both(repo, capsys):
     assert main(["diff", "--base", "main", "--stack", "nowhere", "--project", str(repo)]) == 2
     err = capsys.readouterr().err
     assert "neither the base" in err and "'nowhere'" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("side", ["base", "head"])
+def test_a_stack_program_that_exits_early_is_an_error_naming_the_ref(repo, capsys, side):
+    program = repo / "stacks" / "__main__.py"
+    original = program.read_text()
+    early = "import sys\nsys.exit(0)\n" + original
+    try:
+        program.write_text(early)
+        if side == "base":
+            git(repo, "commit", "-q", "-am", "exits early")
+            program.write_text(original)
+            argv = ["diff", "--base", "HEAD", "--stack", STACK, "--project", str(repo)]
+        else:
+            argv = ["diff", "--base", "main", "--head", "exits", "--stack", STACK, "--project", str(repo)]
+            git(repo, "checkout", "-q", "-b", "exits")
+            git(repo, "commit", "-q", "-am", "exits early")
+            git(repo, "checkout", "-q", "main")
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "exited early" in err and "Traceback" not in err
+        assert ("base HEAD" if side == "base" else "head exits") in err
+    finally:
+        if side == "base":
+            git(repo, "reset", "-q", "--hard", "HEAD~1")
+        else:
+            git(repo, "branch", "-q", "-D", "exits")
+        program.write_text(original)

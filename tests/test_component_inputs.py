@@ -217,3 +217,66 @@ def test_a_deployment_without_a_cache_reference_waits_for_no_cache_object(mocks:
     dependencies = set(registrations[deployment][1])
     assert not {registrations[name][0] for name in registrations if name.startswith("fabric-kv-cache")} & dependencies
     assert registrations["fabric-gpustack--nvidia-a10g-linux-amd64-lq-team-a"][0] in dependencies
+
+
+# -- findings from a team's own program (issue 18, item 7) ----------------------------------------------
+
+
+def test_an_invalid_field_inside_an_efa_node_group_is_an_input_properties_error(mocks: Mocks) -> None:
+    def program():
+        EfaNodeGroup("h100", node_group_args(scaling={"min_size": 3, "max_size": 1}), catalog=FakeCatalog())
+
+    with pytest.raises(InvalidInputError) as caught:
+        run(program)
+    error = caught.value
+    assert isinstance(error, pulumi.InputPropertiesError)
+    assert error.message.startswith("invalid arguments of EfaNodeGroup:")
+    assert [e["property_path"] for e in error.errors] == ["scaling"]
+    assert mocks.inputs == {}  # refused before anything registers
+
+
+def test_a_bottlerocket_node_group_refuses_a_cpu_option_it_has_no_setting_for(mocks: Mocks) -> None:
+    topology = {"policy": "restricted", "scope": "container", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1",
+                "cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}}
+
+    def program():
+        EfaNodeGroup("h100", node_group_args(ami_type="BOTTLEROCKET_x86_64_NVIDIA", topology=topology), catalog=FakeCatalog())
+
+    with pytest.raises(InvalidInputError) as caught:
+        run(program)
+    assert [path for path, _ in caught.value.problems] == ["topology.cpuManagerPolicyOptions"]
+    assert "no Bottlerocket setting" in caught.value.problems[0][1]
+
+
+def test_one_output_as_two_pools_cluster_name_is_one_cluster(mocks: Mocks) -> None:
+    values = stack_values("aws-efa")
+    values.pop("kubernetes")
+    names: list[list[str]] = []
+
+    def program():
+        cluster = aws.eks.Cluster("cluster", name="llm-serving", role_arn="arn:aws:iam::1:role/eks",
+                                  vpc_config={"subnet_ids": ["subnet-a"]})
+        for pool in values["pools"]:
+            pool["aws"]["clusterName"] = cluster.name
+        fabric = GpuFabric("fabric", as_args(values), catalog=BundledInstanceCatalog())
+        return pulumi.Output.all(*(group.node_group_name for group in fabric.node_groups.values())).apply(names.append)
+
+    run(program)
+    assert len(names[0]) == 2
+    assert {mocks.inputs[name]["clusterName"] for name in mocks.inputs if name.endswith("-ng")} == {"llm-serving"}
+
+
+def test_two_outputs_that_disagree_are_refused_naming_the_properties_not_markers(mocks: Mocks) -> None:
+    values = stack_values("aws-efa")
+    values.pop("kubernetes")
+
+    def program():
+        for index, pool in enumerate(values["pools"]):
+            pool["aws"]["clusterName"] = pulumi.Output.from_input(f"cluster-{index}")
+        GpuFabric("fabric", as_args(values), catalog=BundledInstanceCatalog())
+
+    with pytest.raises(InvalidInputError) as caught:
+        run(program)
+    text = str(caught.value)
+    assert "invalid arguments of GpuFabric" in text and "gfout" not in text
+    assert "<Output given at pools[0].aws.clusterName>" in text and "<Output given at pools[1].aws.clusterName>" in text

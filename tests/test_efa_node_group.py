@@ -18,6 +18,7 @@ from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
 from gpu_fabric.aws.catalog import UnknownInstanceTypeError
 from gpu_fabric.aws.efa import ADDRESS_KEYS
 from gpu_fabric.resources.efa_node_group import EfaNodeGroup
+from gpu_fabric.resources.inputs import InvalidInputError
 from gpu_fabric.config.node_group import AwsNodeGroupSpec
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.topology import KubeletTopology
@@ -290,13 +291,14 @@ def test_snake_case_keys_are_accepted(mocks: RecordingMocks) -> None:
 @pytest.mark.parametrize(
     ("changes", "error", "expected"),
     [
-        ({"instanceTypes": ["g5.xlarge"]}, NodeGroupInputError, "g5.xlarge does not support EFA"),
-        ({"instanceTypes": ["p5.48xlarge", "p6-b300.48xlarge"]}, NodeGroupInputError, "p6-b300.48xlarge"),
-        ({"instanceTypes": ["x9.huge"]}, UnknownInstanceTypeError, "x9.huge"),
+        # Every refusal is an InvalidInputError (a pulumi.InputPropertiesError and a ConfigError) naming the property.
+        ({"instanceTypes": ["g5.xlarge"]}, InvalidInputError, "instanceTypes: g5.xlarge does not support EFA"),
+        ({"instanceTypes": ["p5.48xlarge", "p6-b300.48xlarge"]}, InvalidInputError, "p6-b300.48xlarge"),
+        ({"instanceTypes": ["x9.huge"]}, InvalidInputError, "x9.huge"),
         ({"subnetId": ["subnet-1", "subnet-2"]}, ConfigError, "subnetId"),
         ({"capacityReservationId": "cr-1", "placementGroup": {"mode": "create"}}, ConfigError, "placementGroup.mode"),
         ({"topology": {"cpuManagerPolicy": "static"}}, ConfigError, "reservedSystemCPUs"),
-        ({"labels": {"vpc.amazonaws.com/efa.present": "false"}}, NodeGroupInputError, "efa.present"),
+        ({"labels": {"vpc.amazonaws.com/efa.present": "false"}}, InvalidInputError, "efa.present"),
         (
             {"amiType": "BOTTLEROCKET_x86_64_NVIDIA", "topology": {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "cpuManagerPolicyOptions": {"align-by-socket": "true"}}},
             ValueError,
@@ -311,7 +313,7 @@ def test_bad_input_raises_and_registers_nothing(mocks: RecordingMocks, changes: 
 
 
 def test_az_without_the_type_registers_nothing(mocks: RecordingMocks) -> None:
-    with pytest.raises(NodeGroupInputError, match="us-east-1a does not offer p5.48xlarge"):
+    with pytest.raises(InvalidInputError, match="us-east-1a does not offer p5.48xlarge"):
         create("bad", ARGS, offered_availability_zones={"p5.48xlarge": ["us-east-1b"]})
     assert mocks.registrations == {}
 

@@ -6,11 +6,17 @@ The stack program runs under Pulumi's mock runtime (``gpu_fabric.program.render`
 every resource (parents linked) for stack policies (``gpu_fabric.policies.runner``). Exit 1 on
 any mandatory violation -- also one the stack refuses already at render (a configuration only
 mandatory policies refuse) -- 0 otherwise, 2 on a configuration it cannot use.
+
+``--preview`` renders as ``pulumi preview`` of a new stack does (ids and computed names unknown)
+and drives the pack the way the engine does: served over the analyzer gRPC protocol, each unknown
+sent as the engine's sentinel string (``gpu_fabric.policies.over_grpc``). A policy that raises
+there fails the call as it would fail a real preview: a mandatory finding naming the call.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -33,18 +39,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="stack name (stacks/Pulumi.NAME.yaml); repeatable; default: every stack in stacks/")
     parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
     parser.add_argument("--preview", action="store_true",
-                        help="render as `pulumi preview` of a new stack does: ids and names of resources not yet "
-                             "created are unknown")
+                        help="render as `pulumi preview` of a new stack does (ids and names of resources not yet "
+                             "created are unknown) and run the pack over gRPC as the engine does")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Render, run the policies, print the grouped report; exit 1 on a mandatory violation."""
     from gpu_fabric.cli.render import render_or_report, selected_stacks
-    from gpu_fabric.policies import ALL_POLICIES
+    from gpu_fabric import __version__
+    from gpu_fabric.policies import ALL_POLICIES, pack_display_name
     from gpu_fabric.policies._props import Resource
     from gpu_fabric.policies.efa_domains import describe_stack_domains
-    from gpu_fabric.policies.runner import NotApplicable, run_policies
+    from gpu_fabric.policies.over_grpc import analyze_over_grpc, served_pack
+    from gpu_fabric.policies.runner import NotApplicable, Violation, run_policies
 
     if args.list_policies:
         print(policy_listing(ALL_POLICIES))
@@ -56,24 +64,32 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpu-fabric check: no stacks/Pulumi.*.yaml under {args.project}", file=sys.stderr)
         return EXIT_USAGE
     refused = False
-    for stack in stacks:
-        result = render_or_report(stack, args.project, preview=args.preview)
-        if isinstance(result, int):
-            if result != EXIT_FINDINGS:
-                return result
-            refused = True  # a mandatory policy's refusal, decided at render: reported, next stack
-            continue
-        resources = [Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies) for r in result.resources]
-        skipped: list[NotApplicable] = []
-        violations = run_policies(ALL_POLICIES, resources, not_applicable=skipped)
-        quiet = getattr(args, "quiet", False)
-        # --quiet leaves out the domain listing; a policy that could not decide is still said.
-        text = report(stack, len(resources), len(ALL_POLICIES), violations,
-                      () if quiet else describe_stack_domains(resources), skipped)
-        if args.preview:
-            text = text.replace(" policies", " policies (preview: ids and names of new resources unknown)", 1)
-        print(text)
-        refused = refused or any(v.mandatory for v in violations)
+    with contextlib.ExitStack() as pack:
+        stub = pack.enter_context(served_pack(display_name=pack_display_name(__version__))) if args.preview else None
+        for stack in stacks:
+            result = render_or_report(stack, args.project, preview=args.preview)
+            if isinstance(result, int):
+                if result != EXIT_FINDINGS:
+                    return result
+                refused = True  # a mandatory policy's refusal, decided at render: reported, next stack
+                continue
+            resources = [Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies)
+                         for r in result.resources]
+            skipped: list[NotApplicable] = []
+            violations: list[Violation]
+            if stub is not None:
+                outcome = analyze_over_grpc(stub, resources)
+                violations, skipped = outcome.violations, outcome.not_applicable
+            else:
+                violations = run_policies(ALL_POLICIES, resources, not_applicable=skipped)
+            quiet = getattr(args, "quiet", False)
+            # --quiet leaves out the domain listing; a policy that could not decide is still said.
+            text = report(stack, len(resources), len(ALL_POLICIES), violations,
+                          () if quiet else describe_stack_domains(resources), skipped)
+            if args.preview:
+                text = text.replace(" policies", " policies (preview over gRPC: ids and names of new resources unknown)", 1)
+            print(text)
+            refused = refused or any(v.mandatory for v in violations)
     return EXIT_FINDINGS if refused else EXIT_OK
 
 

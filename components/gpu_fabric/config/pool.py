@@ -14,7 +14,7 @@ from gpu_fabric.config.node_group import KARPENTER_NODEPOOL_LABEL, MAX_NODES, Aw
 from gpu_fabric.config.base import SpecModel
 from gpu_fabric.config.topology_agent import TopologyAgentSpec, topology_agent_input
 from gpu_fabric.config.taints import Taint, check_eks_taint_key
-from gpu_fabric.config.topology import KubeletTopology
+from gpu_fabric.config.topology import KubeletTopology, bottlerocket_problems
 from gpu_fabric.config.instance_type_names import MANUFACTURERS, manufacturer_of
 
 EFA_PRESENT_LABEL = constants.EFA_PRESENT_LABEL
@@ -155,6 +155,18 @@ class PoolSpec(SpecModel):
             raise ValueError("partitionedInterfacesPerNode applies to rdma pools only")
         if self.aws is not None and self.fabric != "efa":
             raise ValueError(f"an aws node group provides EFA nodes; the pool's fabric is {self.fabric}")
+        scaling = self.aws.scaling if self.aws is not None else None
+        if scaling is not None and self.node_count > scaling.max_size:
+            # Standalone ClusterQueue quotas are nodeCount x per-node capacity: above maxSize they
+            # promise nodes the node group never starts, and admitted workloads stay Pending.
+            # (A Karpenter pool has no scaling: its NodePool's size is nodeCount itself.)
+            raise ValueError(f"nodeCount {self.node_count} is above aws.scaling.maxSize {scaling.max_size}: "
+                             "the node group never runs that many nodes; lower nodeCount or raise maxSize")
+        if self.aws is not None and self.aws.ami_family == "bottlerocket":
+            # The node group's Bottlerocket user data carries the topology (gpu_fabric.kube.topology).
+            for field, problem in bottlerocket_problems(self.topology.policy_options, self.topology.cpu_manager_policy_options):
+                raise ValueError(f"topology.{field}: {problem} (aws.amiType {self.aws.ami_type}); "
+                                 "drop the option or use an AL2023 amiType")
         if self.aws is not None:
             # GpuFabric hands the pool's taints to its EKS node group, which refuses what EKS refuses.
             for j, taint in enumerate(self.taints):

@@ -65,6 +65,26 @@ class TopologyRenderError(ValueError):
     """A setting has no equivalent in the requested rendering (it is never dropped silently)."""
 
 
+def bottlerocket_problems(policy_options: Mapping[str, Any], cpu_manager_policy_options: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(field, message)`` for each setting Bottlerocket has no key for (the rendering refuses them).
+
+    The one rule for both the Bottlerocket rendering (``gpu_fabric.kube.topology``) and the pool
+    spec, which refuses such a pool at its configuration path before anything renders.
+    """
+    problems = []
+    unsupported_cpu = sorted(set(cpu_manager_policy_options) - BOTTLEROCKET_CPU_MANAGER_POLICY_OPTIONS)
+    if unsupported_cpu:
+        problems.append(("cpuManagerPolicyOptions",
+                         f"cpuManagerPolicyOptions {unsupported_cpu} have no Bottlerocket setting "
+                         f"(settings.kubernetes.cpu-manager-policy-options accepts {sorted(BOTTLEROCKET_CPU_MANAGER_POLICY_OPTIONS)})"))
+    unsupported_topology = sorted(set(policy_options) - BOTTLEROCKET_TOPOLOGY_POLICY_OPTIONS)
+    if unsupported_topology:
+        problems.append(("policyOptions", f"policyOptions {unsupported_topology} have no Bottlerocket setting "
+                                          f"(settings.kubernetes.topology-manager-policy-options accepts "
+                                          f"{sorted(BOTTLEROCKET_TOPOLOGY_POLICY_OPTIONS)})"))
+    return problems
+
+
 def _option_text(value: Any) -> Any:
     # YAML turns `true` and `8` into bool/int; kubelet option maps are string-valued.
     if isinstance(value, bool):

@@ -24,22 +24,100 @@ _REPLACE_OPS = {"replace", "create-replacement", "delete-replaced"}
 _QUIET_OPS = {"same", "read", "refresh"}
 
 
-def load_preview_digest(path: Path, *, stack: Optional[str] = None) -> Digest:
-    """Parse ``path``; a malformed file is a one-line :class:`DiffInputError` naming it."""
-    path = Path(path)
+MAX_PREVIEW_BYTES = 64 * 1024 * 1024
+"""Largest preview file read (a fleet's preview is a few MB; more is not a preview, and would exhaust memory)."""
+
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted (resource states nest a dozen levels)."""
+
+# RFC 8259 section 8.1: JSON text exchanged between systems is UTF-8; PowerShell's ``>`` writes
+# UTF-16LE with a byte-order mark. Both are read; a BOM says which, else the RFC 4627 section 3
+# pattern of zero bytes in the first two bytes tells UTF-16 without one.
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def decode_preview_bytes(data: bytes, source: str) -> str:
+    """``data`` as text: UTF-8 (BOM optional) or UTF-16 (BOM or RFC 4627 zero-byte pattern); else refused."""
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        raise _fail(source, "is UTF-32; write it as UTF-8 (pulumi preview --json > file on a POSIX shell does)")
+    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), None)
+    if encoding is None and len(data) >= 2:
+        if data[0] == 0 and data[1] != 0:
+            encoding = "utf-16-be"
+        elif data[0] != 0 and data[1] == 0:
+            encoding = "utf-16-le"
     try:
-        text = path.read_text()
+        return data.decode(encoding or "utf-8")
+    except UnicodeDecodeError as error:
+        raise _fail(source, f"is not {encoding or 'UTF-8'} text (byte 0x{data[error.start]:02x} at offset {error.start}); "
+                            "write it as UTF-8 or UTF-16 (PowerShell: | Out-File -Encoding utf8)") from None
+
+
+def _depth_problem(document: Any) -> Optional[str]:
+    """Where ``document`` nests deeper than :data:`MAX_DEPTH` (checked without recursion)."""
+    pending: list[tuple[Any, int, str]] = [(document, 1, "")]
+    while pending:
+        value, depth, where = pending.pop()
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > MAX_DEPTH:
+            return where or "the top level"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            pending.append((item, depth + 1, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}".lstrip(".")))
+    return None
+
+
+def load_preview_digest(path: Path, *, stack: Optional[str] = None) -> Digest:
+    """Parse ``path``; a malformed, oversized, deeply nested or non-UTF file is a one-line
+    :class:`DiffInputError` naming it (and the step and field where the shape is wrong)."""
+    path = Path(path)
+    source = str(path)
+    try:
+        if not path.is_file():
+            raise _fail(source, "is not a regular file")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_PREVIEW_BYTES + 1)
     except OSError as error:
         raise DiffInputError(f"preview file {path}: cannot be read: {error.strerror or error}") from None
+    if len(data) > MAX_PREVIEW_BYTES:
+        raise _fail(source, f"is larger than {MAX_PREVIEW_BYTES // (1024 * 1024)} MiB; not a `pulumi preview --json` digest")
+    text = decode_preview_bytes(data, source)
     try:
         document = json.loads(text)
+    except RecursionError:
+        raise _fail(source, f"nests arrays or objects deeper than {MAX_DEPTH} levels") from None
     except ValueError as error:
         raise DiffInputError(f"preview file {path}: not JSON ({error})") from None
-    return digest_from_preview(document, source=str(path), stack=stack)
+    deep = _depth_problem(document)
+    if deep is not None:
+        raise _fail(source, f"nests arrays or objects deeper than {MAX_DEPTH} levels (at {deep})")
+    return digest_from_preview(document, source=source, stack=stack)
 
 
 def _fail(source: str, message: str) -> DiffInputError:
     return DiffInputError(f"preview file {source}: {message}")
+
+
+def _check_step_shape(step: dict[str, Any], source: str, where: str) -> None:
+    """Each field of a step the digest reads has the type pulumi's ``display/json.go`` writes."""
+    for field in ("oldState", "newState", "detailedDiff"):
+        if step.get(field) is not None and not isinstance(step[field], dict):
+            raise _fail(source, f"{where}.{field} is not an object (got {type(step[field]).__name__})")
+    for field in ("diffReasons", "replaceReasons"):
+        value = step.get(field)
+        if value is not None and not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
+            raise _fail(source, f"{where}.{field} is not a list of strings")
+    for field in ("oldState", "newState"):
+        state = step.get(field)
+        if isinstance(state, dict):
+            if state.get("type") is not None and not isinstance(state["type"], str):
+                raise _fail(source, f"{where}.{field}.type is not a string")
+            if state.get("inputs") is not None and not isinstance(state["inputs"], dict):
+                raise _fail(source, f"{where}.{field}.inputs is not an object")
+    for key, value in (step.get("detailedDiff") or {}).items():
+        if isinstance(value, dict) and value.get("kind") is not None and not isinstance(value["kind"], str):
+            raise _fail(source, f"{where}.detailedDiff[{key!r}].kind is not a string")
 
 
 def _value_at(state: Any, path: tuple) -> Any:
@@ -94,6 +172,7 @@ def digest_from_preview(document: Any, *, source: str = "<preview>", stack: Opti
             parse_urn(step["urn"])
         except ValueError:
             raise _fail(source, f"{where}.urn is not a Pulumi URN: {step['urn']!r}") from None
+        _check_step_shape(step, source, where)
         op = "replace" if step["op"] in _REPLACE_OPS else step["op"]
         urn = step["urn"]
         # Keep the step that carries the diff (``replace``), fill in the states from its siblings.
@@ -133,7 +212,13 @@ def digest_from_preview(document: Any, *, source: str = "<preview>", stack: Opti
     diagnostics = [] if diagnostics is None else diagnostics
     if not isinstance(diagnostics, list):
         raise _fail(source, "`diagnostics` is not a list")
-    kept = [{key: d[key] for key in ("urn", "message", "severity") if key in d} for d in diagnostics if isinstance(d, dict)]
+    for index, diagnostic in enumerate(diagnostics):
+        if not isinstance(diagnostic, dict):
+            raise _fail(source, f"diagnostics[{index}] is not an object")
+        for key in ("urn", "message", "severity"):
+            if diagnostic.get(key) is not None and not isinstance(diagnostic[key], str):
+                raise _fail(source, f"diagnostics[{index}].{key} is not a string")
+    kept = [{key: d[key] for key in ("urn", "message", "severity") if key in d} for d in diagnostics]
     if stack is None:
         urns = list(merged)
         if not urns:

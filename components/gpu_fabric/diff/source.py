@@ -160,6 +160,12 @@ def _render(project_dir: Path, stack: str, where: str) -> RenderResult:
         raise StackAbsentError(f"{where} has no stack {stack!r} ({config.parent.name}/{config.name} does not exist there)")
     try:
         return render_stack(stack, project_dir)
+    except SystemExit as error:
+        # A stack program that calls sys.exit() registers only part of its resources (often none): a
+        # diff against that would be silently empty, so the end that exited is refused.
+        raise DiffInputError(
+            f"stack {stack!r} at {where}: the stack program exited early (sys.exit({error.code!r})) before "
+            "registering its resources") from None
     except ConfigError as error:
         raise DiffInputError(f"stack {stack!r} at {where} does not validate: {_one_line(str(error))}") from None
     except yaml.YAMLError as error:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from gpu_fabric.config import constants
+from gpu_fabric.config.shapes import mapping_at, str_at
 from gpu_fabric.config.taints import normalize_effect
 
 EFA_RESOURCE = constants.EFA_RESOURCE
@@ -330,7 +331,7 @@ def advertised_resources(daemonset: Mapping[str, Any]) -> frozenset[str]:
     Read from the ``gpu-fabric.io/advertises`` annotation when present; otherwise recognised by
     image: the AWS EFA device plugin, or the GPUStack operator image run as ``device-manager``.
     """
-    declared = ((daemonset.get("metadata") or {}).get("annotations") or {}).get(ADVERTISES_ANNOTATION)
+    declared = str_at(mapping_at(mapping_at(daemonset, "metadata"), "annotations"), ADVERTISES_ANNOTATION)
     if declared:
         return frozenset(item.strip() for item in declared.split(",") if item.strip())
     advertised: set[str] = set()

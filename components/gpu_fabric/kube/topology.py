@@ -19,11 +19,10 @@ import yaml
 
 from gpu_fabric.config.taints import normalize_effect
 from gpu_fabric.config.topology import (
-    BOTTLEROCKET_CPU_MANAGER_POLICY_OPTIONS,
-    BOTTLEROCKET_TOPOLOGY_POLICY_OPTIONS,
     TOPOLOGY_POLICY_OPTION_KINDS,
     KubeletTopology,
     TopologyRenderError,
+    bottlerocket_problems,
 )
 
 
@@ -101,15 +100,9 @@ def bottlerocket_settings(
 
     Raises ``TopologyRenderError`` for a setting Bottlerocket has no key for.
     """
-    unsupported_cpu = sorted(set(topology.cpu_manager_policy_options) - BOTTLEROCKET_CPU_MANAGER_POLICY_OPTIONS)
-    if unsupported_cpu:
-        raise TopologyRenderError(
-            f"cpuManagerPolicyOptions {unsupported_cpu} have no Bottlerocket setting "
-            f"(settings.kubernetes.cpu-manager-policy-options accepts {sorted(BOTTLEROCKET_CPU_MANAGER_POLICY_OPTIONS)})"
-        )
-    unsupported_topology = sorted(set(topology.policy_options) - BOTTLEROCKET_TOPOLOGY_POLICY_OPTIONS)
-    if unsupported_topology:
-        raise TopologyRenderError(f"policyOptions {unsupported_topology} have no Bottlerocket setting")
+    problems = bottlerocket_problems(topology.policy_options, topology.cpu_manager_policy_options)
+    if problems:
+        raise TopologyRenderError(problems[0][1])
 
     kubernetes: dict[str, Any] = {
         "topology-manager-policy": topology.policy,

@@ -15,8 +15,11 @@ module; ``gpu-fabric check`` runs the same objects over an offline render of a s
 
 from __future__ import annotations
 
-from pulumi_policy import Policy
+from typing import Any
 
+from pulumi_policy import EnforcementLevel, Policy
+
+from gpu_fabric.policies._props import withholding_undecided
 from gpu_fabric.policies.advertisers import fabric_advertisers
 from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
@@ -43,7 +46,7 @@ from gpu_fabric.policies.topology import (
 from gpu_fabric.policies.transfer_paths import transfer_path_consistency
 from gpu_fabric.policies.workloads import fabric_workloads, fabric_workloads_advisory
 
-ALL_POLICIES: list[Policy] = [
+ALL_POLICIES: list[Policy] = [withholding_undecided(policy) for policy in (
     transfer_path_consistency,
     efa_launch_template_interfaces,
     pool_instance_facts,
@@ -68,13 +71,35 @@ ALL_POLICIES: list[Policy] = [
     kubelet_host_access,
     fabric_workloads,
     fabric_workloads_advisory,
-]
-"""Every policy, in the order the pack lists them."""
+)]
+"""Every policy, in the order the pack lists them; a report quoting a value unknown at preview is
+withheld (:func:`gpu_fabric.policies._props.withholding_undecided`)."""
 
 POLICIES_BY_NAME: dict[str, Policy] = {policy.name: policy for policy in ALL_POLICIES}
 
+PACK_SETTINGS: dict[str, Any] = {
+    "name": "gpu-fabric",
+    "enforcement_level": EnforcementLevel.MANDATORY,
+    "description": (
+        "Refuses, at preview, the GPU-fabric mistakes admission controllers catch too late or never: GPUStack "
+        "transfer paths, EFA interface plans and security groups, placement, device-plugin coverage, kubelet "
+        "topology, KV-cache transports, Kueue queue names and workload privileges."
+    ),
+    "provider": "aws",
+    "tags": ["gpu", "efa", "rdma", "kueue", "gpustack"],
+}
+"""The ready pack's ``PolicyPack`` arguments besides its policies and display name: what
+``policy/__main__.py`` serves and ``gpu-fabric check --preview`` serves in process."""
+
+
+def pack_display_name(version: str) -> str:
+    """The pack's display name for the library's ``version`` (``gpu_fabric.__version__``, above this layer)."""
+    return f"gpu-fabric {version}"
+
+
 __all__ = [
     "ALL_POLICIES",
+    "PACK_SETTINGS",
     "POLICIES_BY_NAME",
     "device_manager_least_privilege",
     "device_plugin_coverage",
@@ -98,6 +123,7 @@ __all__ = [
     "launch_template_imdsv2",
     "model_deployment_unprivileged_roles",
     "mooncake_members_unprivileged",
+    "pack_display_name",
     "pool_instance_facts",
     "transfer_path_consistency",
 ]

@@ -4,9 +4,11 @@ The analyzer hands a policy its resource's inputs wrapped in an unknown-checking
 value that is unknown at preview (an id or output of another resource) raises, and the engine then
 downgrades the whole policy to an advisory "can't run during preview" note. Policies here never
 want that, so they first copy the props into plain Python (:func:`plain`), with every unknown
-value replaced by the :data:`UNKNOWN` marker, and with the wire's doubles turned back into ints
+value replaced by the typed :data:`UNKNOWN` (``gpu_fabric.config.shapes.Unknown``: readable as any
+shape, so no rule below needs to ask first), and with the wire's doubles turned back into ints
 where they are whole (``networkCardIndex: 1.0`` -> ``1``). Decisions then read only values that
-are known at preview: names, labels and the spec fields the stack sets.
+are known at preview: names, labels and the spec fields the stack sets; a rule whose value is
+unknown sees nothing to refuse, the others still decide.
 
 Pool facts (:class:`PoolFacts`) come from two places:
 
@@ -18,11 +20,12 @@ Pool facts (:class:`PoolFacts`) come from two places:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar
 
-from pulumi_policy import PolicyResource, StackValidationArgs
+from pulumi_policy import Policy, PolicyResource, StackValidationArgs
 
 from gpu_fabric.config import constants
+from gpu_fabric.config.shapes import UNKNOWN, Unknown, is_unknown, unknown_paths
 from gpu_fabric.config.pool import ARCH_LABEL, EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, platform_node_labels
 
 KUEUE_POOL_TYPE = "gpu-fabric:index:KueuePool"
@@ -35,31 +38,45 @@ PLACEMENT_GROUP_TYPE = constants.PLACEMENT_GROUP_TYPE
 EFA_INTERFACE_TYPES = ("efa", "efa-only")
 
 
-class _Unknown:
-    """A value the engine does not know at preview (another resource's id or output)."""
-
-    _instance: Optional["_Unknown"] = None
-
-    def __new__(cls) -> "_Unknown":
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "<unknown at preview>"
-
-    def __bool__(self) -> bool:
-        # An unknown value is present (it will have a value after the update).
-        return True
-
-
-UNKNOWN: Any = _Unknown()
-
-
 def _is_unknown_sentinel(value: Any) -> bool:
+    # pulumi_policy/proxy.py ``_is_unknown``: the engine's sentinels (``UNKNOWN_STRING_VALUE``
+    # "04da6b54-80e4-46f7-96ec-b56ff0331ba9", the one pulumi/runtime/rpc.py ``UNKNOWN`` writes for
+    # every unknown, and its number/bool/array/object/asset/archive siblings). The analyzer keeps
+    # them as strings inside its unknown-checking proxy (``_DictProxy``/``_ListProxy``), which raises
+    # ``UnknownValueError`` on access; :func:`plain` reads past the proxy and types them instead.
     from pulumi_policy.proxy import _is_unknown
 
     return _is_unknown(value)
+
+
+UNKNOWN_TEXT = str(UNKNOWN)
+"""How the unknown value reads inside a message (``<unknown at preview>``)."""
+
+_PolicyT = TypeVar("_PolicyT", bound=Policy)
+
+
+def withholding_undecided(policy: _PolicyT) -> _PolicyT:
+    """``policy`` with every report that quotes a value unknown at preview withheld.
+
+    A message that names the unknown value ("container <unknown at preview>", "unknown taint effect
+    <unknown at preview>") was formed from a value the engine does not know yet: it is not a
+    decision, so it waits for the value. Every other report passes unchanged. Applied once, to
+    every policy of :data:`gpu_fabric.policies.ALL_POLICIES` (the pack, ``check`` and the tests).
+    """
+    # Resource and stack policies both define ``validate(args, report_violation)``; the instance
+    # attribute set below is what the analyzer servicer and the runner call.
+    validate = getattr(policy, "validate")
+
+    def decided_only(args: Any, report_violation: Any) -> Any:
+        def report(message: str, urn: Optional[str] = None) -> None:
+            if UNKNOWN_TEXT in (message or ""):
+                return
+            report_violation(message, urn)
+
+        return validate(args, report)
+
+    setattr(policy, "validate", decided_only)
+    return policy
 
 
 def _target(value: Any) -> Any:
@@ -74,6 +91,8 @@ def _target(value: Any) -> Any:
 def plain(value: Any) -> Any:
     """Copy ``value`` into plain dicts/lists; unknowns become :data:`UNKNOWN`, whole doubles ints."""
     value = _target(value)
+    if isinstance(value, Unknown):
+        return value
     if isinstance(value, str):
         return UNKNOWN if _is_unknown_sentinel(value) else value
     if isinstance(value, bool) or value is None:
@@ -89,11 +108,6 @@ def plain(value: Any) -> Any:
     return value
 
 
-def is_unknown(value: Any) -> bool:
-    """True for :data:`UNKNOWN`."""
-    return value is UNKNOWN
-
-
 def known_str(value: Any) -> Optional[str]:
     """``value`` as a string when it is a known scalar, else ``None``."""
     if value is None or is_unknown(value) or isinstance(value, (Mapping, list)):
@@ -102,7 +116,7 @@ def known_str(value: Any) -> Optional[str]:
 
 
 def as_mapping(value: Any) -> Mapping[str, Any]:
-    """``value`` when it is a mapping, else an empty one (unknown, missing, wrong type)."""
+    """``value`` when it is a mapping (unknown reads as an unknown mapping), else an empty one."""
     return value if isinstance(value, Mapping) else {}
 
 

@@ -21,7 +21,17 @@ from typing import Any, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.policies._props import GPU_FABRIC_TYPE, PoolFacts, Resource, as_mapping, known_str, pool_facts, queue_owner, stack_resources
+from gpu_fabric.policies._props import (
+    GPU_FABRIC_TYPE,
+    PoolFacts,
+    Resource,
+    as_mapping,
+    known_str,
+    pool_facts,
+    queue_owner,
+    stack_resources,
+    unknown_paths,
+)
 
 OPERATOR_CHART = "gpustack-operator"
 HELM_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v3:Chart", "kubernetes:helm.sh/v4:Chart")
@@ -91,10 +101,14 @@ def coverage_findings(resources: Sequence[Resource], config: dict) -> list[tuple
     pools = pool_facts(resources)
     placements = {pool.name: p for pool in pools if (p := _placement(pool, problems)) is not None}
     urns = {pool.name: pool.urn for pool in pools}
-    daemonsets = [dict(r.props) for r in resources if r.is_kubernetes_object and r.kind == "DaemonSet"]
+    candidates = [r for r in resources if r.type.endswith(":DaemonSet") or (r.is_kubernetes_object and r.kind == "DaemonSet")]
+    # A DaemonSet with a value unknown at preview (its selector, tolerations, image ...) may serve any
+    # pool or none: the pools it could serve wait for it, and it is no stray plugin either, yet.
+    undecided = any(unknown_paths(dict(r.props)) for r in candidates)
+    daemonsets = [dict(r.props) for r in candidates if not unknown_paths(dict(r.props))]
     daemonsets.extend(declared_external_efa_plugins(resources))
     served = config.get("manufacturersServed")
-    gaps = uncovered_pools(
+    gaps = [] if undecided else uncovered_pools(
         list(placements.values()), daemonsets,
         external_rdma_plugin=operator_chart_deploys_device_managers(resources, config),
         manufacturers_served=served if isinstance(served, list) else None,

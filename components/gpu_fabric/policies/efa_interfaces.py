@@ -32,6 +32,7 @@ from gpu_fabric.policies._props import (
     is_unknown,
     known_str,
     resource_of,
+    unknown_paths,
 )
 
 # Launch-template-level security group inputs; EC2 refuses them beside networkInterfaces.
@@ -84,6 +85,13 @@ def _validate(args: ResourceValidationArgs, report_violation: Any) -> None:
         return
     resource = resource_of(args)
     if not efa_interfaces(resource.props):
+        return
+    # The plan decides every rule below: while part of it is unknown (an Output not yet known at
+    # preview), the rules wait for it rather than count a guess.
+    waiting = [path for key in ("networkInterfaces", "instanceType") for path in unknown_paths(resource.props.get(key), key)
+               if not path.endswith(".securityGroups") and ".securityGroups[" not in path]
+    if waiting:
+        args.not_applicable(f"the interface plan is not known at preview ({', '.join(waiting[:3])} unknown)")
         return
     allow_fewer = bool(args.get_config().get("allowFewerEfaInterfaces", False))
     # A template without a known instance type is checked for the type-independent rules only,

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, pool_facts, stack_resources
+from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, pool_facts, stack_resources, unknown_paths
 
 ALIGNED_POLICIES = ("restricted", "single-numa-node")
 
@@ -32,6 +32,8 @@ def mandatory_findings(topology: Mapping[str, Any]) -> list[str]:
 
     from gpu_fabric.config.topology import KubeletTopology
 
+    if unknown_paths(topology):
+        return []  # every rule reads the whole setting: it is decided once the unknown part is known
     problems = []
     if topology.get("policy") == "none":
         problems.append("TopologyManager policy 'none' does not align accelerators and NICs; use 'restricted' or 'single-numa-node'")

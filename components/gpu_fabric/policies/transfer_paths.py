@@ -5,7 +5,8 @@ KVCachePoolBinding) goes through :func:`gpu_fabric.gpustack.transfer.analyze` --
 components, ``load_config`` and ``gpu-fabric lint`` use too: the operator's CRD schema (a field the
 API server would prune is a violation), its ModelDeployment webhook rules, and the transfer paths.
 Each finding the API server or the operator would refuse becomes a violation on the object's URN,
-with the operator's message verbatim; valid objects say nothing.
+with the operator's message verbatim; valid objects say nothing. At preview a finding that rests on
+a value not yet known (:func:`waiting_objects`) waits for it; every other one is still refused.
 
 Which operator: a policy pack is not given the stack's configuration, so the stack writes
 ``gpu-fabric:gpustackOperator`` onto the inputs of its gpu-fabric components (GpuFabric, ModelDeployment,
@@ -20,9 +21,11 @@ from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, stack_resources
+from gpu_fabric.config.shapes import UNKNOWN, is_unknown, unknown_paths
+from gpu_fabric.gpustack.findings import Finding
 from gpu_fabric.gpustack.profiles import Profile, UnknownOperatorVersion, default_profile, profile_for
 from gpu_fabric.gpustack.transfer import GPUSTACK_GROUP, analyze
+from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, stack_resources
 
 DEFAULT_NAMESPACE = "default"
 
@@ -78,6 +81,39 @@ def _key_of(resource: Resource) -> tuple[str, str, str]:
     return object_key(resource.kind, namespace, resource.object_name)
 
 
+_CACHE_KINDS = ("KVCachePoolBinding", "KVCachePool", "KVCacheBackend")
+
+
+def _depends_on_cache_chain(obj: Mapping[str, Any]) -> bool:
+    """A deployment with a cache reference, a binding or a pool: its findings read the cache chain."""
+    kind = obj.get("kind")
+    if kind in ("KVCachePoolBinding", "KVCachePool"):
+        return True
+    return kind == "ModelDeployment" and as_mapping(obj.get("spec")).get("kvCache") is not None
+
+
+def waiting_objects(objects: list[Resource], unidentified: bool = False) -> set[tuple[str, str, str]]:
+    """The GPUStack objects whose findings rest on a value unknown at preview.
+
+    The analysis reads an unknown value as nothing it wants (``gpu_fabric.config.shapes.Unknown``),
+    so a refusal resting on that reading is not decided yet. A finding rests on its own object and,
+    for a deployment with a cache reference, a binding or a pool, on the cache chain (bindings,
+    pools, backends); any unknown value there makes it wait. Every other finding is still refused.
+    """
+    unknown = {_key_of(r) for r in objects if unknown_paths(dict(r.props))}
+    chain_unknown = unidentified or any(_key_of(r) in unknown for r in objects
+                                        if r.kind in _CACHE_KINDS or is_unknown(r.props.get("kind")))
+    # ``unidentified``: a GPUStack resource whose kind or apiVersion is unknown is no object the
+    # analysis can index, so any reference may be to it.
+    return {_key_of(r) for r in objects
+            if _key_of(r) in unknown or (chain_unknown and _depends_on_cache_chain(r.props))}
+
+
+def _finding_key(finding: Finding) -> tuple[str, str, str]:
+    namespace = finding.namespace or DEFAULT_NAMESPACE if finding.kind in ("ModelDeployment", "KVCachePoolBinding") else None
+    return object_key(finding.kind, namespace, finding.name)
+
+
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     resources = stack_resources(args)
     objects = gpustack_objects(resources)
@@ -88,9 +124,13 @@ def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     if profile is None:
         report_violation(str(problem))
         return
+    unidentified = any(f":{GPUSTACK_GROUP}/" in r.type and r not in objects for r in resources)
+    waiting = waiting_objects(objects, unidentified)
     report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(resources),
                      default_namespace=DEFAULT_NAMESPACE, operator=profile)
     for finding in report.errors:
+        if _finding_key(finding) in waiting or str(UNKNOWN) in str(finding):
+            continue  # rests on a value unknown at preview: decided when it is known
         urn = urns.get(object_key(finding.kind, finding.namespace, finding.name))
         report_violation(f"{finding.object_ref}: {finding.path}: {finding.message}", urn)
 

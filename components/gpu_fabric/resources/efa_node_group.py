@@ -30,12 +30,12 @@ from gpu_fabric.aws.user_data import to_base64, user_data_for_ami
 from gpu_fabric.aws.catalog import InstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface
 from gpu_fabric.resources.args import AwsNodesArgs, KubeletTopologyArgs, Required, ScalingArgs
-from gpu_fabric.resources.inputs import ANY, DeferredInputs
+from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
 from gpu_fabric.config.node_group import AwsNodeGroupSpec
 from gpu_fabric.config.base import ConfigError, SpecModel
-from gpu_fabric.config.topology import KubeletTopology
+from gpu_fabric.config.topology import KubeletTopology, bottlerocket_problems
 
 TYPE_TOKEN = "gpu-fabric:index:EfaNodeGroup"
 
@@ -154,6 +154,11 @@ def plan_efa_node_group(
     if spec.is_karpenter or spec.scaling is None or spec.node_role_arn is None:
         raise ConfigError([("provisioner", "EfaNodeGroup builds an EKS managed node group; a pool Karpenter "
                             "launches is a KarpenterEfaPool")])
+    if spec.ami_family == "bottlerocket":
+        # Refused at the property before the user data renders (the rendering refuses the same settings).
+        problems = bottlerocket_problems(topology.policy_options, topology.cpu_manager_policy_options)
+        if problems:
+            raise ConfigError([(f"topology.{field}", f"{message} (amiType {spec.ami_type})") for field, message in problems])
     labels = node_labels({**spec.labels, **pool_labels})
     infos = catalog.describe(spec.instance_types)
     # An AZ still unknown is compared with the offerings when it resolves (this same function runs again).
@@ -209,15 +214,17 @@ class EfaNodeGroup(pulumi.ComponentResource):
         def plan_with(values: Mapping[str, Any]) -> NodeGroupPlan:
             return plan_efa_node_group(values, catalog, offered_availability_zones, is_deferred=inputs.is_deferred)
 
-        plan = plan_with(inputs.values)
+        # A refusal is an InvalidInputError (a pulumi.InputPropertiesError) naming EfaNodeGroup and the property.
+        plan = inputs.validate(plan_with, default_path="instance_types")
         inputs.check_on_resolve(plan_with)
         spec = plan.spec
         scaling, node_role_arn = spec.scaling, spec.node_role_arn
         assert scaling is not None and node_role_arn is not None  # plan_efa_node_group refuses them missing
 
         if spec.placement_group.mode == "domain":
-            raise ConfigError([("placement_group.mode", "'domain' shares an EFA domain's placement group, which only "
-                                "GpuFabric knows; pass mode 'existing' with the group's name (EfaDomain.placement_group_name)")])
+            raise InvalidInputError([("placement_group.mode", "'domain' shares an EFA domain's placement group, which only "
+                                      "GpuFabric knows; pass mode 'existing' with the group's name "
+                                      "(EfaDomain.placement_group_name)")], "EfaNodeGroup")
         shared_group = inputs.values.get("efa_security_group_id")
 
         # Where the nodes are, for policies at preview (efa-domain-placement compares domains' zones);

@@ -201,7 +201,7 @@ class GpuFabric(pulumi.ComponentResource):
         inputs = DeferredInputs("GpuFabric", args, GpuFabricArgs, DEFERRABLE, PLAIN_REASONS)
         # ``validated``: the caller already ran load_config on these same args (the stack program
         # must, to build its provider first); validating again would only repeat the work.
-        config = validated or load_config(inputs.values)
+        config = validated or inputs.validate(load_config)
         catalog = catalog or stack_catalog(opts)
         _check_node_groups(config, catalog)  # instance facts, before the first registration
         # Stack-wide facts ride on the component's inputs so that policies can read them at preview.

@@ -77,6 +77,14 @@ def _display(path: Path) -> str:
     return format_path(path)
 
 
+def _at_field(problem: str, default_path: str) -> tuple[str, str]:
+    """``"instanceTypes: reason"`` -> ``("instanceTypes", "reason")``; other text at ``default_path``."""
+    field, colon, reason = problem.partition(": ")
+    if colon and field.replace(".", "").isidentifier():
+        return field, reason
+    return default_path, problem
+
+
 def _unknown_keys(args: Mapping[str, Any], args_type: type) -> list[tuple[str, str]]:
     # Nested keys are the spec models' business (they refuse unknown fields); a misspelt top-level
     # key would otherwise be ignored silently and its default used.
@@ -110,6 +118,10 @@ class DeferredInputs:
         self._counter = itertools.count()
         self._deferred: dict[str, tuple[Path, pulumi.Output[Any]]] = {}
         self._checked: dict[str, pulumi.Output[Any]] = {}
+        # One marker per Output object: the same Output given at two properties (one cluster's name
+        # for two pools) is one value, and compares equal to itself while validation runs.
+        self._marker_of: dict[int, str] = {}
+        self._given: list[Any] = []  # keeps each given Output alive, so its id() stays its own
         problems: list[tuple[str, str]] = _unknown_keys(args, args_type)
         self.values: dict[str, Any] = self._extract(dict(args), (), deferrable, plain_reasons, problems)
         """The arguments with markers where ``Output``s were: what validation reads."""
@@ -139,7 +151,12 @@ class DeferredInputs:
                 reason = plain_reasons.get(path[0], "") if path else ""
                 problems.append((_display(path), "must be a plain value, not an Output" + (f": {reason}" if reason else "")))
                 return None
+            known = self._marker_of.get(id(value))
+            if known is not None:
+                return known
             marker = self._marker(path)
+            self._marker_of[id(value)] = marker
+            self._given.append(value)
             self._deferred[marker] = (path, pulumi.Output.from_input(value))
             return marker
         if isinstance(value, Mapping):
@@ -147,6 +164,31 @@ class DeferredInputs:
         if isinstance(value, (list, tuple)):
             return [self._extract(item, (*path, i), deferrable, plain_reasons, problems) for i, item in enumerate(value)]
         return value
+
+    def describe(self, text: str) -> str:
+        """``text`` with each marker replaced by the property whose ``Output`` it stands for."""
+        for marker, (path, _) in self._deferred.items():
+            if marker in text:
+                text = text.replace(marker, f"<Output given at {_display(path)}>")
+        return text
+
+    def validate(self, check: Callable[[dict[str, Any]], T], default_path: str = "<root>") -> T:
+        """``check(values)``; a refusal becomes an :class:`InvalidInputError` of this component.
+
+        A ``ConfigError`` keeps its paths; a ``ValueError`` whose ``problems`` are ``"field: reason"``
+        lines (``NodeGroupInputError``) is placed at each field; any other at ``default_path``.
+        Messages name the property of an ``Output`` rather than the marker that stood for it. The
+        original error stays the ``__cause__``.
+        """
+        try:
+            return check(self.values)
+        except ConfigError as error:
+            problems = error.problems
+            cause: ValueError = error
+        except ValueError as error:
+            problems = [_at_field(str(line), default_path) for line in getattr(error, "problems", None) or [str(error)]]
+            cause = error
+        raise InvalidInputError([(path, self.describe(reason)) for path, reason in problems], self.component) from cause
 
     def substitute(self, marker: str, resolved: Any) -> dict[str, Any]:
         """The arguments with one marker replaced by its resolved value (the others stay markers)."""

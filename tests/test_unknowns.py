@@ -1,0 +1,236 @@
+"""The engine's unknowns: the pack served over gRPC survives the sentinel anywhere and still refuses what it can decide.
+
+At ``pulumi preview`` the engine sends a value it does not know yet as the sentinel string
+pulumi/runtime/rpc.py ``UNKNOWN`` (pulumi_policy/proxy.py ``UNKNOWN_STRING_VALUE``). Here it is
+placed at every property path of the example stacks' resources (a leaf, a whole list, a whole
+object), the pack is driven as the engine drives it (``Analyze`` of that resource, ``AnalyzeStack``
+of the stack), and a planted mistake no unknown touches must still be refused.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+
+import grpc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pulumi.runtime.proto import analyzer_pb2
+from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+from gpu_fabric.config.shapes import UNKNOWN, is_unknown, list_at, mapping_at
+from gpu_fabric.gpustack.transfer import MSG_NO_FABRIC_LEG
+from gpu_fabric.policies._props import Resource, plain
+from gpu_fabric.policies.over_grpc import PACK_FAILURE, analyze_over_grpc, analyze_request, analyze_stack_request, served_pack
+from policy_helpers import PROJECT_DIR
+from test_policy_grpc import TRANSFER_POLICY, analyzer, seed_deployment  # noqa: F401 - the pack fixture
+
+from gpu_fabric.program.render import example_stacks  # noqa: E402 - beside the names it gives
+
+EXAMPLES = tuple(example_stacks(PROJECT_DIR))
+
+
+def test_the_sentinel_is_the_engines():
+    assert ENGINE_UNKNOWN == UNKNOWN_STRING_VALUE == "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+    assert plain({"a": [ENGINE_UNKNOWN], "b": ENGINE_UNKNOWN})["b"] is UNKNOWN
+
+
+def test_the_unknown_value_reads_as_any_shape_and_matches_nothing():
+    assert UNKNOWN.get("metadata").get("name") is UNKNOWN and UNKNOWN["spec"] is UNKNOWN
+    assert list(UNKNOWN) == [] and [*UNKNOWN] == [] and "key" not in UNKNOWN and len(UNKNOWN) == 0
+    assert UNKNOWN != {} and UNKNOWN != "" and UNKNOWN == UNKNOWN and bool(UNKNOWN) and is_unknown(UNKNOWN)
+    assert mapping_at({"spec": UNKNOWN}, "spec") is UNKNOWN and list_at({"roles": UNKNOWN}, "roles") == []
+
+
+@functools.lru_cache(maxsize=None)
+def example(stack: str) -> tuple[Resource, ...]:
+    """One render per example per session, as the analyzer would receive it."""
+    from gpu_fabric.program.render import render_stack
+
+    return tuple(Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies)
+                 for r in render_stack(stack, PROJECT_DIR).resources)
+
+
+def property_paths(value, prefix=()):
+    """Every path below ``value``: each object, list and leaf."""
+    found = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += property_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += property_paths(item, (*prefix, index))
+    return found
+
+
+PLACEMENTS = [(stack, index, path) for stack in EXAMPLES for index, r in enumerate(example(stack))
+              for path in property_paths(dict(r.props))]
+
+
+def with_sentinel(stack: str, index: int, path: tuple) -> list[Resource]:
+    resources = list(example(stack))
+    target = resources[index]
+    props = copy.deepcopy(dict(target.props))
+    node = props
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = ENGINE_UNKNOWN
+    resources[index] = Resource(target.type, target.name, target.urn, props, target.parent, target.property_dependencies)
+    return resources
+
+
+def planted_mistake() -> Resource:
+    """A ModelDeployment that requests interfaces with no fabric leg: refused whatever else is unknown."""
+    manifest = seed_deployment(router=None, kvTransfer=None)
+    manifest["metadata"] = {**manifest["metadata"], "name": "planted"}
+    type_ = "kubernetes:worker.gpustack.ai/v1alpha1:ModelDeployment"
+    return Resource(type_, "planted", f"urn:pulumi:test::gpu-fabric::{type_}::planted", manifest)
+
+
+def assert_survives_and_still_refuses(analyzer, resources: list[Resource], index: int) -> None:
+    try:
+        analyzer.Analyze(analyze_request(resources[index]), timeout=60)
+        response = analyzer.AnalyzeStack(analyze_stack_request([*resources, planted_mistake()]), timeout=60)
+    except grpc.RpcError as error:
+        pytest.fail(f"the pack failed on {resources[index].urn}: {error.details()}")
+    planted = [d for d in response.diagnostics if d.policyName == TRANSFER_POLICY and d.urn == planted_mistake().urn]
+    assert planted and all(d.enforcementLevel == analyzer_pb2.MANDATORY for d in planted)
+    assert all(MSG_NO_FABRIC_LEG in d.message for d in planted)
+
+
+# The placements the issue saw crash the pack: a KVCacheBackend's members, a DaemonSet's metadata and volumes.
+SEEN_CRASHING = [
+    ("aws-efa", "kv-cache-backend-mooncake-efa", ("spec", "connection", "managed", "members")),
+    ("aws-efa", "kv-cache-backend-mooncake-efa", ("spec", "transport")),
+    ("aws-efa", "efa-device-plugin-daemonset", ("metadata",)),
+    ("aws-efa", "efa-device-plugin-daemonset", ("metadata", "annotations", "gpu-fabric.io/advertises")),
+    ("aws-efa", "efa-device-plugin-daemonset", ("spec", "template", "spec", "tolerations")),
+    ("seed-rdma", "topology-agent-daemonset", ("spec", "template", "spec", "volumes")),
+    ("seed-rdma", "topology-agent-daemonset", ("spec", "template", "spec", "containers")),
+]
+
+
+@pytest.mark.parametrize("stack, name_part, path", SEEN_CRASHING)
+def test_the_placements_that_crashed_the_pack(analyzer, stack, name_part, path):  # noqa: F811
+    index = next(i for i, r in enumerate(example(stack)) if r.name.endswith(name_part))
+    assert_survives_and_still_refuses(analyzer, with_sentinel(stack, index, path), index)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(PLACEMENTS))
+def test_the_sentinel_at_any_property_path(analyzer, placement):  # noqa: F811
+    stack, index, path = placement
+    assert_survives_and_still_refuses(analyzer, with_sentinel(stack, index, path), index)
+
+
+def test_check_preview_reports_a_policy_that_raises_as_the_engine_would():
+    from pulumi_policy import ResourceValidationPolicy
+
+    def boom(args, report):
+        raise RuntimeError("policy bug")
+
+    raising = ResourceValidationPolicy(name="raises", description="a policy that raises on every resource", validate=boom)
+    resource = example("seed-rdma")[0]
+    with served_pack([raising]) as stub:
+        outcome = analyze_over_grpc(stub, [resource])
+    assert [v.policy for v in outcome.violations] == [PACK_FAILURE]
+    failure = outcome.violations[0]
+    assert failure.mandatory and failure.urn == resource.urn and "policy bug" in failure.message
+
+
+# -- a refusal that rests on an unknown waits; the others are still made ---------------------------------
+
+
+def launch_template(stack: str = "aws-efa") -> int:
+    return next(i for i, r in enumerate(example(stack)) if r.type == "aws:ec2/launchTemplate:LaunchTemplate"
+                and "h100" in r.name)
+
+
+@pytest.mark.parametrize("path", [("networkInterfaces", 1), ("networkInterfaces", 0, "deviceIndex"),
+                                  ("networkInterfaces", 2, "interfaceType"), ("instanceType",)])
+def test_an_interface_plan_not_known_at_preview_is_not_applicable_not_refused(path):
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import NotApplicable, run_policy
+
+    index = launch_template()
+    resources = with_sentinel("aws-efa", index, path)
+    skipped: list[NotApplicable] = []
+    assert run_policy(POLICIES_BY_NAME["efa-launch-template-interfaces"], [resources[index]], not_applicable=skipped) == []
+    assert [s.reason for s in skipped] and "not known at preview" in skipped[0].reason
+
+
+def test_a_wrong_plan_beside_unknown_security_groups_is_still_refused():
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import run_policy
+
+    index = launch_template()
+    resources = with_sentinel("aws-efa", index, ("networkInterfaces", 3, "securityGroups"))
+    broken = copy.deepcopy(dict(resources[index].props))
+    broken["networkInterfaces"] = broken["networkInterfaces"][:-1]  # one EFA short
+    template = Resource(resources[index].type, resources[index].name, resources[index].urn, broken)
+    violations = run_policy(POLICIES_BY_NAME["efa-launch-template-interfaces"], [template])
+    assert violations and any("needs 32" in v.message for v in violations)
+
+
+@pytest.mark.parametrize("name_part, path", [
+    ("kv-cache-backend-mooncake-efa", ("metadata",)),
+    ("kv-cache-backend-mooncake-efa", ("metadata", "name")),
+    ("kv-cache-binding-team-a-shared", ("metadata", "namespace")),
+    ("kv-cache-pool-efa-cache", ("metadata",)),
+    ("team-a-llama-pd-deployment", ("metadata", "name")),
+    ("kv-cache-backend-mooncake-efa", ("kind",)),
+    ("kv-cache-pool-efa-cache", ("kind",)),
+])
+def test_a_gpustack_object_whose_identity_is_unknown_is_not_refused_for_it(name_part, path):
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import run_policy
+
+    index = next(i for i, r in enumerate(example("aws-efa")) if r.name.endswith(name_part))
+    assert run_policy(POLICIES_BY_NAME[TRANSFER_POLICY], with_sentinel("aws-efa", index, path)) == []
+
+
+def test_a_report_quoting_an_unknown_value_is_withheld_and_the_others_pass():
+    from pulumi_policy import ResourceValidationPolicy
+
+    from gpu_fabric.policies._props import resource_of, withholding_undecided
+    from gpu_fabric.policies.runner import run_policy
+
+    def validate(args, report):
+        props = resource_of(args).props
+        report(f"image {props.get('image')} is refused")
+        report("name is always refused")
+
+    policy = withholding_undecided(ResourceValidationPolicy(name="quotes", description="quotes the image", validate=validate))
+    resource = Resource("kubernetes:core/v1:Pod", "p", "urn:p", {"image": ENGINE_UNKNOWN})
+    assert [v.message for v in run_policy(policy, [resource])] == ["name is always refused"]
+
+
+@pytest.mark.parametrize("field", ["policy", "scope", "cpuManagerPolicy"])
+def test_a_pool_topology_not_known_at_preview_is_not_refused(field):
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import run_policy
+
+    index = next(i for i, r in enumerate(example("aws-efa")) if r.type == "gpu-fabric:index:KueuePool")
+    resources = with_sentinel("aws-efa", index, ("pool", "topology", field))
+    assert run_policy(POLICIES_BY_NAME["fabric-pool-topology"], resources) == []
+
+
+@pytest.mark.parametrize("path", [("spec",), ("spec", "template", "spec", "nodeSelector"), ("kind",)])
+def test_a_device_plugin_not_known_at_preview_leaves_coverage_undecided(path):
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import run_policy
+
+    index = next(i for i, r in enumerate(example("aws-efa")) if r.name.endswith("efa-device-plugin-daemonset"))
+    assert run_policy(POLICIES_BY_NAME["device-plugin-coverage"], with_sentinel("aws-efa", index, path)) == []
+
+
+def test_a_pool_without_any_device_plugin_is_still_refused_at_preview():
+    from gpu_fabric.policies import POLICIES_BY_NAME
+    from gpu_fabric.policies.runner import run_policy
+
+    without_plugin = [r for r in example("aws-efa") if not r.name.endswith("efa-device-plugin-daemonset")]
+    found = run_policy(POLICIES_BY_NAME["device-plugin-coverage"], without_plugin)
+    assert found and all(v.mandatory for v in found)
