@@ -7,7 +7,7 @@ inputs come from ``gpu_fabric.aws.node_group``, the same builders the policy pac
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Mapping, Optional, Sequence, TypedDict
+from typing import Any, Callable, Collection, Mapping, Optional, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -16,21 +16,18 @@ from pydantic import ValidationError
 from gpu_fabric.aws import to_pulumi_kwargs
 from gpu_fabric.aws.node_group import (
     NODE_GROUP_IGNORE_CHANGES,
-    efa_security_group_inputs,
-    efa_self_egress_rule_inputs,
-    efa_self_ingress_rule_inputs,
     launch_template_inputs,
     node_group_inputs,
     node_group_resource_name,
     node_labels,
-    placement_group_inputs,
     plan_node_group,
 )
 from gpu_fabric.aws.user_data import to_base64, user_data_for_ami
 from gpu_fabric.aws.catalog import InstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface
 from gpu_fabric.resources.args import AwsNodesArgs, KubeletTopologyArgs, Required, ScalingArgs
-from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
+from gpu_fabric.resources.efa_network import refuse_domain_placement, register_efa_network
+from gpu_fabric.resources.inputs import ANY, DeferredInputs
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
 from gpu_fabric.config.node_group import AwsNodeGroupSpec
@@ -221,10 +218,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
         scaling, node_role_arn = spec.scaling, spec.node_role_arn
         assert scaling is not None and node_role_arn is not None  # plan_efa_node_group refuses them missing
 
-        if spec.placement_group.mode == "domain":
-            raise InvalidInputError([("placement_group.mode", "'domain' shares an EFA domain's placement group, which only "
-                                      "GpuFabric knows; pass mode 'existing' with the group's name "
-                                      "(EfaDomain.placement_group_name)")], "EfaNodeGroup")
+        refuse_domain_placement(spec, "EfaNodeGroup")
         shared_group = inputs.values.get("efa_security_group_id")
 
         # Where the nodes are, for policies at preview (efa-domain-placement compares domains' zones);
@@ -239,31 +233,9 @@ class EfaNodeGroup(pulumi.ComponentResource):
         def resource_inputs(builder_inputs: Mapping[str, Any]) -> dict[str, Any]:
             return to_pulumi_kwargs(inputs.restore(builder_inputs))
 
-        security_group: Optional[aws.ec2.SecurityGroup] = None
-        rules: list[pulumi.Resource] = []
-        if shared_group is None:
-            security_group = aws.ec2.SecurityGroup(
-                f"{name}-efa-sg", **resource_inputs(efa_security_group_inputs(name, spec.vpc_id, tags)), opts=child
-            )
-            rules = [
-                aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-efa-sg-self-ingress", **resource_inputs(efa_self_ingress_rule_inputs(security_group.id, tags)),
-                    opts=child),
-                aws.vpc.SecurityGroupEgressRule(
-                    f"{name}-efa-sg-self-egress", **resource_inputs(efa_self_egress_rule_inputs(security_group.id, tags)),
-                    opts=child),
-            ]
-        group_id: Any = security_group.id if security_group is not None else shared_group
-
-        placement: Optional[aws.ec2.PlacementGroup] = None
-        placement_name: Any = None
-        if spec.placement_group.mode == "create":
-            placement = aws.ec2.PlacementGroup(
-                f"{name}-placement", **resource_inputs(placement_group_inputs(tags=tags)), opts=child
-            )
-            placement_name = placement.name
-        elif spec.placement_group.mode == "existing":
-            placement_name = inputs.restore(spec.placement_group.name)
+        network = register_efa_network(name, spec, shared_group, child, resource_inputs, inputs.restore)
+        security_group, rules, group_id = network.security_group, network.rules, network.group_id
+        placement, placement_name = network.placement, network.placement_name
 
         single_type = spec.instance_types[0] if len(spec.instance_types) == 1 else None
         launch_template = aws.ec2.LaunchTemplate(

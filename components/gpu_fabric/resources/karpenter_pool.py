@@ -18,11 +18,7 @@ from gpu_fabric.aws.efa import PlannedInterface
 from gpu_fabric.aws.karpenter import ec2_node_class, karpenter_findings, node_pool
 from gpu_fabric.aws.node_group import (
     NodeGroupInputError,
-    efa_security_group_inputs,
-    efa_self_egress_rule_inputs,
-    efa_self_ingress_rule_inputs,
     node_labels,
-    placement_group_inputs,
     plan_node_group,
 )
 from gpu_fabric.aws.user_data import user_data_for_ami
@@ -33,6 +29,7 @@ from gpu_fabric.config.taints import Taint
 from gpu_fabric.resources.args import AwsNodesArgs, KarpenterArgs, KubeletTopologyArgs, Required
 from gpu_fabric.resources.efa_node_group import DEFERRABLE, NetworkInterfacePlan, split_args
 from gpu_fabric.resources.inputs import DeferredInputs
+from gpu_fabric.resources.efa_network import refuse_domain_placement, register_efa_network
 from gpu_fabric.resources.kubernetes_objects import metadata_name, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
@@ -188,9 +185,7 @@ class KarpenterEfaPool(pulumi.ComponentResource):
         plan = plan_with(inputs.values)
         inputs.check_on_resolve(plan_with)
         spec = plan.spec
-        if spec.placement_group.mode == "domain":
-            raise ConfigError([("placement_group.mode", "'domain' shares an EFA domain's placement group, which only "
-                                "GpuFabric knows; pass mode 'existing' with the group's name (EfaDomain.placement_group_name)")])
+        refuse_domain_placement(spec, "KarpenterEfaPool")
         shared_group = inputs.values.get("efa_security_group_id")
         karpenter = spec.karpenter
         assert karpenter is not None  # the spec refuses provisioner karpenter without it
@@ -201,35 +196,14 @@ class KarpenterEfaPool(pulumi.ComponentResource):
             "instanceTypes": list(spec.instance_types),
             "karpenter": karpenter.model_dump(by_alias=True, exclude_none=True)}, opts)
         child = pulumi.ResourceOptions(parent=self)
-        tags = dict(spec.tags)
 
         def resource_inputs(builder_inputs: Mapping[str, Any]) -> dict[str, Any]:
             return to_pulumi_kwargs(inputs.restore(builder_inputs))
 
-        security_group: Optional[aws.ec2.SecurityGroup] = None
-        rules: list[pulumi.Resource] = []
-        if shared_group is None:
-            security_group = aws.ec2.SecurityGroup(
-                f"{name}-efa-sg", **resource_inputs(efa_security_group_inputs(name, spec.vpc_id, tags, "Karpenter pool")),
-                opts=child)
-            rules = [
-                aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-efa-sg-self-ingress", **resource_inputs(efa_self_ingress_rule_inputs(security_group.id, tags)),
-                    opts=child),
-                aws.vpc.SecurityGroupEgressRule(
-                    f"{name}-efa-sg-self-egress", **resource_inputs(efa_self_egress_rule_inputs(security_group.id, tags)),
-                    opts=child),
-            ]
-        group_id: Any = security_group.id if security_group is not None else shared_group
-
-        placement: Optional[aws.ec2.PlacementGroup] = None
-        placement_name: Any = None
-        if spec.placement_group.mode == "create":
-            placement = aws.ec2.PlacementGroup(
-                f"{name}-placement", **resource_inputs(placement_group_inputs(tags=tags)), opts=child)
-            placement_name = placement.name
-        elif spec.placement_group.mode == "existing":
-            placement_name = inputs.restore(spec.placement_group.name)
+        network = register_efa_network(name, spec, shared_group, child, resource_inputs, inputs.restore,
+                                       scope="Karpenter pool")
+        security_group, rules, group_id = network.security_group, network.rules, network.group_id
+        placement, placement_name = network.placement, network.placement_name
 
         node_class_manifest = inputs.restore(ec2_node_class(
             plan.object_name, spec, plan.interfaces, security_group_ids=[group_id, *spec.security_group_ids],
