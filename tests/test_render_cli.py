@@ -242,3 +242,20 @@ def test_unusable_project_file_is_named_when_every_stack_is_rendered(tmp_path):
         outcome = run_cli(command, "--project", str(project))
         assert outcome.code == 2 and not outcome.crashed, outcome.describe()
         assert outcome.err.count("\n") == 1 and "Pulumi.yaml" in outcome.err and "name:" in outcome.err
+
+
+@pytest.mark.parametrize("command", ["render", "check"])
+def test_a_stack_program_that_raises_is_one_line_naming_its_file_and_line(tmp_path, command):
+    # A team's own program: its exception is reported where it was raised, not as a traceback through Pulumi.
+    from bad_input import run_cli
+
+    (tmp_path / "stacks").mkdir()
+    shutil.copy(PROJECT_DIR / "stacks" / "Pulumi.seed-rdma.yaml", tmp_path / "stacks")
+    program = tmp_path / "stacks" / "__main__.py"
+    program.write_text("import os\n\nraise RuntimeError('no VPC named\\n  prod')\n")
+    extra = ["--out", str(tmp_path / "out")] if command == "render" else []
+    outcome = run_cli(command, "--project", str(tmp_path), "--stack", "seed-rdma", *extra)
+    assert outcome.code == 2 and "Traceback" not in outcome.err
+    assert outcome.err == (f"gpu-fabric: stack seed-rdma: the stack program {program} raised RuntimeError "
+                           f"at {program}:3: no VPC named prod\n")
+    assert not (tmp_path / "out").exists()

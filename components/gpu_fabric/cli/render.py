@@ -81,7 +81,7 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
     A configuration that a mandatory policy of the pack refuses (the stack refuses it too, at
     render) is a policy violation: exit 1. Anything else the render cannot use exits 2.
     """
-    from gpu_fabric.program.render import ProjectError, StackNotFoundError, render_stack
+    from gpu_fabric.program.render import ProjectError, StackNotFoundError, StackProgramError, render_stack
     from gpu_fabric.config.base import ConfigError
     from gpu_fabric.config.stack_file import StackFileError
     from gpu_fabric.validation.pack_verdicts import PackRefusalError
@@ -95,6 +95,8 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
     except (StackNotFoundError, ProjectError) as error:
         print(f"gpu-fabric: {error}", file=sys.stderr)
+    except StackProgramError as error:
+        print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
     except StackFileError as error:
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
     return EXIT_USAGE

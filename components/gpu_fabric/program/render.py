@@ -19,6 +19,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 
+import traceback
+
+from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.stack_file import StackFileError
 from gpu_fabric.program.project import DEFAULT_PROJECT_NAME, ProjectError, read_project
 
 PROJECT_NAME = DEFAULT_PROJECT_NAME
@@ -29,6 +33,20 @@ CONFIG_NAMESPACE = "gpu-fabric"
 
 class StackNotFoundError(FileNotFoundError):
     """The stack's ``Pulumi.<stack>.yaml`` does not exist."""
+
+
+class StackProgramError(RuntimeError):
+    """The stack program itself raised (a team's own code): said in one line naming the program's file and
+    line and the exception, instead of a traceback through gpu-fabric and Pulumi's runtime."""
+
+
+def _program_failure(path: str, error: Exception) -> StackProgramError:
+    frames = traceback.extract_tb(error.__traceback__)
+    own = [frame for frame in frames if Path(frame.filename).resolve() == Path(path).resolve()]
+    frame = (own or frames or [None])[-1]
+    where = f" at {frame.filename}:{frame.lineno}" if frame is not None else ""
+    text = " ".join(str(error).split()) or "(no message)"
+    return StackProgramError(f"the stack program {path} raised {type(error).__name__}{where}: {text}")
 
 
 @dataclass(frozen=True)
@@ -246,7 +264,12 @@ def render_stack(
         path = str(project.require_program())
 
         def run() -> Any:
-            return runpy.run_path(path, run_name="__main__")
+            try:
+                return runpy.run_path(path, run_name="__main__")
+            except (ConfigError, StackFileError):
+                raise  # gpu-fabric's own refusals, reported at their configuration paths
+            except Exception as error:  # noqa: BLE001 - the team's program: one line, not a traceback
+                raise _program_failure(path, error) from error
     values = config if config is not None else load_stack_config(project.folder, stack)
     environment: contextlib.AbstractContextManager[None] = contextlib.nullcontext() if ask_ec2 else hermetic_environment()
     with environment:
