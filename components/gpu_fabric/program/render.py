@@ -43,7 +43,7 @@ class StackProgramError(RuntimeError):
 def _program_failure(path: str, error: Exception) -> StackProgramError:
     frames = traceback.extract_tb(error.__traceback__)
     own = [frame for frame in frames if Path(frame.filename).resolve() == Path(path).resolve()]
-    frame = (own or frames or [None])[-1]
+    frame = own[-1] if own else (frames[-1] if frames else None)
     where = f" at {frame.filename}:{frame.lineno}" if frame is not None else ""
     text = " ".join(str(error).split()) or "(no message)"
     return StackProgramError(f"the stack program {path} raised {type(error).__name__}{where}: {text}")
