@@ -13,7 +13,7 @@ as a mapping it has no keys and every key of it is unknown, iterated it yields n
 nothing to refuse); every other rule still decides over the values that are known.
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 
@@ -117,3 +117,25 @@ def unknown_paths(value: Any, prefix: str = "") -> list[str]:
         for index, item in enumerate(value):
             found += unknown_paths(item, f"{prefix}[{index}]")
     return found
+
+
+def rests_on_unknown(value: Any, path: Sequence[Any]) -> bool:
+    """True when reading ``path`` inside ``value`` meets :data:`UNKNOWN` (the value or one of its parents).
+
+    ``path`` is keys and list indices; ``"*"`` stands for every item of a list or mapping there. A
+    refusal whose deciding field rests on an unknown waits for the value (it might be what the rule
+    wants); a refusal that reads only known fields is still made.
+    """
+    if is_unknown(value):
+        return True
+    if not path:
+        return bool(unknown_paths(value))
+    head, rest = path[0], path[1:]
+    if head == "*":
+        items = value.values() if isinstance(value, Mapping) else value if isinstance(value, list) else []
+        return any(rests_on_unknown(item, rest) for item in items)
+    if isinstance(value, Mapping):
+        return head in value and rests_on_unknown(value[head], rest)
+    if isinstance(value, list) and isinstance(head, int):
+        return -len(value) <= head < len(value) and rests_on_unknown(value[head], rest)
+    return False

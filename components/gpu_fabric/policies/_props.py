@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar
 from pulumi_policy import Policy, PolicyResource, StackValidationArgs
 
 from gpu_fabric.config import constants
-from gpu_fabric.config.shapes import UNKNOWN, Unknown, is_unknown, unknown_paths
+from gpu_fabric.config.shapes import UNKNOWN, Unknown, is_unknown, rests_on_unknown, unknown_paths  # noqa: F401 - rests_on_unknown: the policies' reader
 from gpu_fabric.config.pool import ARCH_LABEL, EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, platform_node_labels
 
 KUEUE_POOL_TYPE = "gpu-fabric:index:KueuePool"
@@ -329,7 +329,9 @@ def _pool_from_spec(resource: Resource) -> Optional[PoolFacts]:
     name = known_str(pool.get("name"))
     if not name:
         return None
-    fabric = known_str(pool.get("fabric")) or "none"
+    # An unknown fabric is not "none": it reads as the unknown text, so a refusal that names it
+    # ("pool X has fabric <unknown at preview>") waits for the value (:func:`withholding_undecided`).
+    fabric = UNKNOWN_TEXT if is_unknown(pool.get("fabric")) else known_str(pool.get("fabric")) or "none"
     aws = as_mapping(pool.get("aws"))
     instance_types = tuple(str(t) for t in as_list(aws.get("instanceTypes")) if known_str(t))
     labels = effective_labels(name, fabric, as_mapping(pool.get("nodeLabels")), instance_types)
@@ -447,7 +449,9 @@ def pool_node_groups(pool: PoolFacts, resources: Sequence[Resource]) -> list[Res
 
 
 def _same_instance_types(pool: PoolFacts, node_group: PoolFacts) -> bool:
-    return bool(pool.instance_types) and set(node_group.instance_types) <= set(pool.instance_types) and pool.fabric == node_group.fabric
+    # A pool whose fabric is unknown at preview still accounts for its node groups (it may be theirs).
+    fabric_matches = pool.fabric in (node_group.fabric, UNKNOWN_TEXT)
+    return bool(pool.instance_types) and set(node_group.instance_types) <= set(pool.instance_types) and fabric_matches
 
 
 def _claims(pool: PoolFacts, node_group_labels: Mapping[str, str]) -> bool:

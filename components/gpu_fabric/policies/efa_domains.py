@@ -46,6 +46,7 @@ from gpu_fabric.policies._props import (
     node_group_launch_template,
     pool_facts,
     pool_node_groups,
+    rests_on_unknown,
     siblings,
     stack_resources,
 )
@@ -143,6 +144,9 @@ def _groups_by_pool(domain: EfaDomain, resources: Sequence[Resource]) -> dict[st
                 groups.setdefault(pool.name, []).extend(selected)
             continue
         for name in (pool.node_group or "").split(", "):
+            template = node_group_launch_template(by_name[name], resources) if name in by_name else None
+            if template is not None and rests_on_unknown(template.props, ("networkInterfaces", "*", "interfaceType")):
+                continue  # which interfaces are EFA is not known at preview: this pool's groups wait for it
             if name in by_name:
                 groups.setdefault(pool.name, []).extend(node_group_security_groups(by_name[name], resources))
     return groups
@@ -200,9 +204,14 @@ def _validate(args: StackValidationArgs, report_violation: Any) -> None:
         return
     analysis, urns = stack_domains(resources)
     objects = {f"KVCacheBackend {r.object_name} ": r.urn for r in gpustack_objects(resources) if r.kind == "KVCacheBackend"}
+    # A pool whose name is unknown at preview is missing from the pools a member may select: "selects
+    # no pool" waits for it (it may be the one selected).
+    pools_undecided = any(r.type == KUEUE_POOL_TYPE and rests_on_unknown(r.props, ("pool", "name")) for r in resources)
     for finding in analysis.findings:
         if finding.rule == "fabric-mix":
             continue  # a member group on the wrong fabric: kv-cache-transport-fabric reports it
+        if finding.rule == "member-selector" and pools_undecided:
+            continue
         at = next((urn for prefix, urn in [*urns.items(), *objects.items()] if finding.path.startswith(prefix)), None)
         report_violation(finding.message, at)
 

@@ -44,6 +44,7 @@ from gpu_fabric.policies._props import (
     as_list,
     as_mapping,
     known_str,
+    rests_on_unknown,
     stack_resources,
 )
 
@@ -180,7 +181,12 @@ def karpenter_findings(resources: Sequence[Resource], allow_fewer: bool = False)
         if pool_class is None or not _efa_count(pool_class):
             continue
         types = requirement_values({"spec": pool.spec}, INSTANCE_TYPE_KEY) or []
-        findings.extend((problem, pool.urn) for problem in layout_findings(pool_class, types, allow_fewer))
+        # The EFA count and the zone pin are decided over the whole list: an unknown interface or
+        # requirement (any part of it) may be the one the rule looks for, so those refusals wait.
+        if not rests_on_unknown(pool_class.spec, ("networkInterfaces",)):
+            findings.extend((problem, pool.urn) for problem in layout_findings(pool_class, types, allow_fewer))
+        if rests_on_unknown(pool.spec, ("template", "spec", "requirements")):
+            continue
         has_group = bool(as_mapping(pool_class.spec.get("placementGroupSelector")))
         for problem in zone_pin_findings(has_group, requirement_values({"spec": pool.spec}, ZONE_KEY)):
             findings.append((f"NodePool {pool.object_name}: {problem}", pool.urn))

@@ -22,13 +22,16 @@ from gpu_fabric.policies._props import (
     LAUNCH_TEMPLATE_TYPE,
     as_list,
     as_mapping,
+    containers_of,
     is_unknown,
     known_str,
     pod_spec_of,
     resource_of,
+    rests_on_unknown,
     truthy,
 )
 from gpu_fabric.gpustack.transfer import GPUSTACK_GROUP
+from gpu_fabric.kube.topology_agent import COMPONENT_ANNOTATION
 
 
 def _is_gpustack(args: ResourceValidationArgs, kind: str) -> bool:
@@ -97,9 +100,20 @@ def _validate_kubelet_access(args: ResourceValidationArgs, report_violation: Any
     pod_spec = pod_spec_of(manifest)
     if not pod_spec:
         return
+    if rests_on_unknown(manifest, ("metadata", "annotations", COMPONENT_ANNOTATION)):
+        return  # whether this is the topology agent (which may reach the kubelet) waits for its identity
     label = f"{manifest['kind']} {resource.namespace or 'default'}/{resource.object_name}"
+    undecided = _containers_with_unknown_context(pod_spec)
     for _, message in host_access_findings([(label, manifest, pod_spec)]):
+        if any(f"container {name}:" in message for name in undecided):
+            continue  # a securityContext not known at preview: its excess waits for the value
         report_violation(f"{label}: {message}", None)
+
+
+def _containers_with_unknown_context(pod_spec: Any) -> list[str]:
+    """Names of the containers whose ``securityContext`` (or any part of it) is unknown at preview."""
+    return [str(container.get("name", "?")) for container in containers_of(pod_spec)
+            if rests_on_unknown(container, ("securityContext",))]
 
 
 mooncake_members_unprivileged = ResourceValidationPolicy(

@@ -54,7 +54,8 @@ OPEN_CIDRS = ("0.0.0.0/0", "::/0")
 
 
 def _all_protocols(value: Any) -> bool:
-    return known_str(value) in ALL_PROTOCOLS or value == -1
+    # An unknown protocol may be ``-1``: the "no all-protocols self rule" refusal waits for it.
+    return is_unknown(value) or known_str(value) in ALL_PROTOCOLS or value == -1
 
 
 def efa_security_groups(resources: Sequence[Resource]) -> list[Resource]:

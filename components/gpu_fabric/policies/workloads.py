@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.kube.workloads import ERROR, WORKLOAD_KINDS, FabricPool, WorkloadFinding, WorkloadShapeError, judge_workloads
-from gpu_fabric.policies._props import PoolFacts, Resource, kubernetes_objects, pool_facts, stack_resources
+from gpu_fabric.policies._props import PoolFacts, Resource, kubernetes_objects, pod_spec_of, pool_facts, rests_on_unknown, stack_resources
 
 
 def fabric_pools(resources: Sequence[Resource]) -> list[FabricPool]:
@@ -49,8 +49,15 @@ def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, Workload
             report = judge_workloads([dict(resource.props)], pools)
         except WorkloadShapeError:
             continue  # unknown at preview, or refused by the API server anyway
-        found.extend((resource.urn, finding) for finding in report.findings)
+        volumes_unknown = rests_on_unknown(pod_spec_of(resource.props) or {}, ("volumes",))
+        found.extend((resource.urn, finding) for finding in report.findings
+                     if not (volumes_unknown and _rests_on_volumes(finding)))
     return found
+
+
+def _rests_on_volumes(finding: WorkloadFinding) -> bool:
+    """A finding about what a mount or volume brings to the pod: it waits while the pod's ``volumes`` are unknown."""
+    return "volumeMounts" in finding.path or "volumes" in finding.path
 
 
 def _report(severity: str, args: StackValidationArgs, report_violation: Any) -> None:
