@@ -91,7 +91,7 @@ def _write_yaml(path, *objects):
 
 def _own_plugin():
     from gpu_fabric.validation.configuration import load_config
-    from gpu_fabric.validation.fabric_facts import stack_device_plugin_daemonsets
+    from gpu_fabric.plan.fabric_plan import stack_device_plugin_daemonsets
     from stack_configs import stack_values
 
     return stack_device_plugin_daemonsets(load_config(stack_values("aws-efa")))[0]

@@ -54,7 +54,8 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     from gpu_fabric.kube.advertisers import advertiser_findings
     from gpu_fabric.kube.workloads import WorkloadShapeError, judge_workloads, object_ref
     from gpu_fabric.program.render import StackNotFoundError
-    from gpu_fabric.validation.fabric_facts import stack_device_plugin_daemonsets, stack_fabric_pools
+    from gpu_fabric.plan.fabric_plan import stack_device_plugin_daemonsets
+    from gpu_fabric.validation.fabric_facts import stack_fabric_pools
 
     try:
         config = _stack_config(stack, project)

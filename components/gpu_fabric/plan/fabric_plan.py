@@ -76,15 +76,21 @@ def external_efa_plugin(provided_by: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def coverage_gaps(config: FabricConfig) -> list[CoverageGap]:
-    """Fabric pools that no device plugin of (or declared outside) the stack would serve."""
-    placements = [PoolPlacement.from_mapping(pool) for pool in pool_placement_args(config)]
+def stack_device_plugin_daemonsets(config: FabricConfig) -> list[dict[str, Any]]:
+    """The device-plugin DaemonSets the stack itself registers (EFA plugin, Device Managers)."""
     daemonsets: list[dict[str, Any]] = []
     efa_args, manager_args = efa_plugin_args(config), device_manager_args(config)
     if efa_args:
         daemonsets.append(efa_plugin_for_pools(efa_args)[0])
     if manager_args:
         daemonsets.extend(device_managers_for_pools(manager_args)[0])
+    return daemonsets
+
+
+def coverage_gaps(config: FabricConfig) -> list[CoverageGap]:
+    """Fabric pools that no device plugin of (or declared outside) the stack would serve."""
+    placements = [PoolPlacement.from_mapping(pool) for pool in pool_placement_args(config)]
+    daemonsets = stack_device_plugin_daemonsets(config)
     external = config.device_plugins.efa.provided_by
     if external is not None:
         daemonsets.append(external_efa_plugin(external.model_dump(by_alias=True, exclude_none=True)))

@@ -61,6 +61,22 @@ def security_group_findings(props: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+ALLOW_FEWER_EFA_INTERFACES: dict[str, Any] = {
+    "allowFewerEfaInterfaces": {
+        "type": "boolean",
+        "default": False,
+        "description": "Accept fewer EFAs than MaximumEfaInterfaces (launch templates and NodeClasses that "
+                       "deliberately use a subset of the EFA cards, efaCardIndices).",
+    },
+}
+"""The pack setting both EFA layout policies take (efa-launch-template-interfaces, karpenter-efa-pool)."""
+
+
+def allows_fewer_efa_interfaces(args: Any) -> bool:
+    """The ``allowFewerEfaInterfaces`` setting of the policy being run (default ``False``)."""
+    return bool(args.get_config().get("allowFewerEfaInterfaces", False))
+
+
 def interface_findings(props: Mapping[str, Any], allow_fewer: bool = False) -> tuple[list[str], str | None]:
     """``(problems, not-applicable reason)`` of the interface plan against the instance type."""
     from gpu_fabric.aws.catalog import BundledInstanceCatalog, UnknownInstanceTypeError
@@ -93,7 +109,7 @@ def _validate(args: ResourceValidationArgs, report_violation: Any) -> None:
     if waiting:
         args.not_applicable(f"the interface plan is not known at preview ({', '.join(waiting[:3])} unknown)")
         return
-    allow_fewer = bool(args.get_config().get("allowFewerEfaInterfaces", False))
+    allow_fewer = allows_fewer_efa_interfaces(args)
     # A template without a known instance type is checked for the type-independent rules only,
     # and says so: the type-dependent rules are not applicable, never silently passed.
     problems, skipped = interface_findings(resource.props, allow_fewer)
@@ -117,13 +133,7 @@ efa_launch_template_interfaces = ResourceValidationPolicy(
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     tags=["aws", "efa", "launch-template"],
-    config_schema=PolicyConfigSchema(properties={
-        "allowFewerEfaInterfaces": {
-            "type": "boolean",
-            "default": False,
-            "description": "Accept fewer EFAs than MaximumEfaInterfaces (groups that deliberately use a subset of EFA cards).",
-        },
-    }),
+    config_schema=PolicyConfigSchema(properties=ALLOW_FEWER_EFA_INTERFACES),
     remediation_steps=(
         "Plan the interfaces from the instance facts instead of the network card count: "
         "`gpu-fabric efa-info <type>` prints the plan, and gpu_fabric.aws.node_group.launch_template_inputs "

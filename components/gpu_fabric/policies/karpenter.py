@@ -37,6 +37,7 @@ from gpu_fabric.aws.karpenter import (
     zone_pin_findings,
 )
 from gpu_fabric.config.node_group import KARPENTER_MIN_VERSION, karpenter_version
+from gpu_fabric.policies.efa_interfaces import ALLOW_FEWER_EFA_INTERFACES, allows_fewer_efa_interfaces
 from gpu_fabric.policies._props import (
     EFA_INTERFACE_TYPES,
     SECURITY_GROUP_TYPE,
@@ -197,7 +198,7 @@ def karpenter_findings(resources: Sequence[Resource], allow_fewer: bool = False)
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
-    allow_fewer = bool(args.get_config().get("allowFewerEfaInterfaces", False))
+    allow_fewer = allows_fewer_efa_interfaces(args)
     for message, urn in karpenter_findings(stack_resources(args), allow_fewer):
         report_violation(message, urn)
 
@@ -214,13 +215,7 @@ karpenter_efa_pool = StackValidationPolicy(
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     tags=["aws", "efa", "karpenter"],
-    config_schema=PolicyConfigSchema(properties={
-        "allowFewerEfaInterfaces": {
-            "type": "boolean",
-            "default": False,
-            "description": "Accept NodeClasses that deliberately use a subset of the EFA cards (efaCardIndices).",
-        },
-    }),
+    config_schema=PolicyConfigSchema(properties=ALLOW_FEWER_EFA_INTERFACES),
     remediation_steps=(
         "Let gpu-fabric plan the pool (aws.provisioner: karpenter, or the KarpenterEfaPool component): it writes "
         "the interfaces from the instance facts (`gpu-fabric efa-info <type>`), one instance-type family per "

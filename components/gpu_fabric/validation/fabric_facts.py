@@ -4,19 +4,18 @@
 calling their functions (:func:`gpu_fabric.aws.instance_facts.pool_instance_findings`,
 :func:`gpu_fabric.kube.advertisers.advertiser_findings`) on the shapes the policies read, and
 ``gpu-fabric lint --stack`` judges manifests beside the very DaemonSets the stack deploys
-(:func:`stack_device_plugin_daemonsets`).
+(:func:`gpu_fabric.plan.fabric_plan.stack_device_plugin_daemonsets`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.kube.advertisers import ERROR, advertiser_findings
-from gpu_fabric.kube.device_plugins import device_managers_for_pools, efa_plugin_for_pools
 from gpu_fabric.kube.workloads import FabricPool, fabric_pool_of
-from gpu_fabric.plan.fabric_plan import device_manager_args, efa_plugin_args
+from gpu_fabric.plan.fabric_plan import stack_device_plugin_daemonsets
 
 
 def instance_fact_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
@@ -27,17 +26,6 @@ def instance_fact_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
         items = known_items(pool.aws.instance_types)
         for finding in pool_instance_findings(pool.model_dump(by_alias=True, exclude_none=True), items):
             yield f"pools[{i}].{finding.field}", f"{finding.message} (policy pool-instance-facts)"
-
-
-def stack_device_plugin_daemonsets(config: FabricConfig) -> list[dict[str, Any]]:
-    """The device-plugin DaemonSets the stack itself registers (EFA plugin, Device Managers)."""
-    daemonsets: list[dict[str, Any]] = []
-    efa_args, manager_args = efa_plugin_args(config), device_manager_args(config)
-    if efa_args:
-        daemonsets.append(efa_plugin_for_pools(efa_args)[0])
-    if manager_args:
-        daemonsets.extend(device_managers_for_pools(manager_args)[0])
-    return daemonsets
 
 
 def stack_fabric_pools(config: FabricConfig) -> list[FabricPool]:
