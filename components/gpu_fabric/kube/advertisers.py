@@ -16,7 +16,6 @@ DaemonSet serves is :func:`gpu_fabric.kube.coverage.daemonset_schedules_on`, as 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from gpu_fabric.kube.coverage import (
@@ -28,7 +27,7 @@ from gpu_fabric.kube.coverage import (
     advertised_resources,
     daemonset_schedules_on,
 )
-from gpu_fabric.kube.workloads import ERROR, WARNING, FabricPool, object_ref
+from gpu_fabric.kube.workloads import ERROR, WARNING, FabricFinding, FabricPool, object_ref
 
 EFA_PLUGIN = "AWS EFA device plugin"
 EFA_DRA_DRIVER = "AWS EFA DRA driver (DRANET)"
@@ -67,18 +66,6 @@ MOFED_DEFAULT_ON = ((0, 19, 0), (0, 19, 3))
 MOFED_FLAG, MOFED_ENV = "--mofed-enabled", "MOFED_ENABLED"
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
-
-
-@dataclass(frozen=True)
-class AdvertiserFinding:
-    """One verdict on a DaemonSet (or on a pool its DaemonSets share)."""
-
-    severity: str
-    rule: str
-    object_ref: str
-    path: str
-    pool: str
-    message: str
 
 
 def image_tag(image: str) -> str | None:
@@ -171,8 +158,8 @@ def _serves(daemonset: Mapping[str, Any], pool: FabricPool) -> bool:
     return daemonset_schedules_on(daemonset, pool.placement.node_labels(), pool.placement.taints)[0]
 
 
-def _efa_plugin_versions(daemonset: Mapping[str, Any], pool: FabricPool, ref: str) -> list[AdvertiserFinding]:
-    findings: list[AdvertiserFinding] = []
+def _efa_plugin_versions(daemonset: Mapping[str, Any], pool: FabricPool, ref: str) -> list[FabricFinding]:
+    findings: list[FabricFinding] = []
     if EFA_PLUGIN not in nic_advertisers(daemonset):
         return findings
     for i, container in _containers(daemonset):
@@ -187,16 +174,16 @@ def _efa_plugin_versions(daemonset: Mapping[str, Any], pool: FabricPool, ref: st
                 continue
             lowest, source = floor
             if version is None:
-                findings.append(AdvertiserFinding(ERROR, "efa-plugin-version", ref, path, pool.name, (
+                findings.append(FabricFinding(ERROR, "efa-plugin-version", ref, path, pool.name, (
                     f"{image} names no version; pool {pool.name} runs {instance_type}, which needs at least "
                     f"{_version_text(lowest)}: {source}. Pin a tag")))
             elif version < lowest:
-                findings.append(AdvertiserFinding(ERROR, "efa-plugin-version", ref, path, pool.name, (
+                findings.append(FabricFinding(ERROR, "efa-plugin-version", ref, path, pool.name, (
                     f"{_version_text(version)} on pool {pool.name} ({instance_type}) is below {_version_text(lowest)}: {source}")))
     return findings
 
 
-def _nvidia_mofed(daemonset: Mapping[str, Any], pool: FabricPool, ref: str) -> list[AdvertiserFinding]:
+def _nvidia_mofed(daemonset: Mapping[str, Any], pool: FabricPool, ref: str) -> list[FabricFinding]:
     findings = []
     for i, container in _containers(daemonset):
         if not is_nvidia_plugin(container):
@@ -204,19 +191,19 @@ def _nvidia_mofed(daemonset: Mapping[str, Any], pool: FabricPool, ref: str) -> l
         enabled, why = mofed_setting(container)
         path = f"spec.template.spec.containers[{i}]"
         if enabled:
-            findings.append(AdvertiserFinding(ERROR, "nvidia-plugin-mofed", ref, path, pool.name, (
+            findings.append(FabricFinding(ERROR, "nvidia-plugin-mofed", ref, path, pool.name, (
                 f"MOFED support is on ({why}) on {pool.fabric} pool {pool.name}: every /dev/infiniband/uverbs* is mounted "
                 f"into GPU containers beside the fabric advertiser's devices (EKS 'Manage EFA devices'); pass "
                 f"{MOFED_FLAG}=false or use v0.19.3 or later")))
         elif enabled is None:
-            findings.append(AdvertiserFinding(WARNING, "nvidia-plugin-mofed", ref, path, pool.name, (
+            findings.append(FabricFinding(WARNING, "nvidia-plugin-mofed", ref, path, pool.name, (
                 f"cannot tell whether MOFED support is on ({why}) on {pool.fabric} pool {pool.name}; pass {MOFED_FLAG}=false")))
     return findings
 
 
-def advertiser_findings(pools: Sequence[FabricPool], daemonsets: Sequence[Mapping[str, Any]]) -> list[AdvertiserFinding]:
+def advertiser_findings(pools: Sequence[FabricPool], daemonsets: Sequence[Mapping[str, Any]]) -> list[FabricFinding]:
     """Versions and exclusivity of every NIC advertiser (and NVIDIA's plugin) on every fabric pool."""
-    findings: list[AdvertiserFinding] = []
+    findings: list[FabricFinding] = []
     for pool in pools:
         if pool.fabric == "none":
             continue
@@ -233,7 +220,7 @@ def advertiser_findings(pools: Sequence[FabricPool], daemonsets: Sequence[Mappin
         refs = sorted({ref for refs in serving.values() for ref in refs})
         if len(distinct) > 1 or any(len(set(r)) > 1 for r in serving.values()):
             who = "; ".join(f"{advertiser}: {', '.join(sorted(set(serving[advertiser])))}" for advertiser in distinct)
-            findings.append(AdvertiserFinding(ERROR, "one-advertiser-per-nic", refs[-1], "spec.template.spec", pool.name, (
+            findings.append(FabricFinding(ERROR, "one-advertiser-per-nic", refs[-1], "spec.template.spec", pool.name, (
                 f"{len(refs)} DaemonSets advertise the NICs of {pool.fabric} pool {pool.name} ({who}): each hands out the same "
                 "devices, which oversubscribes them silently (EKS 'Manage EFA devices'); keep one")))
     return findings

@@ -193,8 +193,9 @@ class FabricPool:
 
 
 @dataclass(frozen=True)
-class WorkloadFinding:
-    """One rule's verdict on one container (or pod template) landing on one pool."""
+class FabricFinding:
+    """One rule's verdict on one object for one pool: a workload's container or pod template landing on it, or a
+    device-plugin DaemonSet serving its NICs (:mod:`gpu_fabric.kube.advertisers`)."""
 
     severity: str
     rule: str
@@ -451,7 +452,7 @@ def object_ref(obj: Mapping[str, Any]) -> str:
 class WorkloadReport:
     """What :func:`judge_workloads` decided over a set of objects."""
 
-    findings: list[WorkloadFinding] = field(default_factory=list)
+    findings: list[FabricFinding] = field(default_factory=list)
     judged: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
     """``(object, pod template path, fabric pools it lands on)`` for every judged template."""
     not_judged: list[tuple[str, str, str]] = field(default_factory=list)
@@ -462,11 +463,11 @@ class WorkloadReport:
     """Device-plugin DaemonSets: advertisers, judged by :mod:`gpu_fabric.kube.advertisers` instead."""
 
     @property
-    def errors(self) -> list[WorkloadFinding]:
+    def errors(self) -> list[FabricFinding]:
         return [f for f in self.findings if f.severity == ERROR]
 
     @property
-    def warnings(self) -> list[WorkloadFinding]:
+    def warnings(self) -> list[FabricFinding]:
         return [f for f in self.findings if f.severity == WARNING]
 
 
@@ -498,10 +499,10 @@ def landing_pools(pod_spec: Mapping[str, Any], pools: Sequence[FabricPool]) -> t
     return landing, refusals
 
 
-def judge_template(ref: str, pod_path: str, pod_spec: Mapping[str, Any], pool: FabricPool) -> list[WorkloadFinding]:
+def judge_template(ref: str, pod_path: str, pod_spec: Mapping[str, Any], pool: FabricPool) -> list[FabricFinding]:
     """Every rule over every container of one pod template on one pool (on a pool without a fabric, the
     rules marked ``every_pool`` only)."""
-    findings: list[WorkloadFinding] = []
+    findings: list[FabricFinding] = []
     for key in ("initContainers", "containers"):
         for i, container in enumerate(pod_spec.get(key) or []):
             path = f"{pod_path}.{key}[{i}]"
@@ -510,7 +511,7 @@ def judge_template(ref: str, pod_path: str, pod_spec: Mapping[str, Any], pool: F
                 if pool.fabric == "none" and not rule.every_pool:
                     continue
                 for severity, where, message in rule.check(view):
-                    findings.append(WorkloadFinding(severity, rule.name, ref, where, pool.name, message))
+                    findings.append(FabricFinding(severity, rule.name, ref, where, pool.name, message))
     return findings
 
 

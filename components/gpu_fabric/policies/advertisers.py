@@ -14,14 +14,14 @@ from typing import Any, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.kube.advertisers import ERROR, AdvertiserFinding, advertiser_findings
+from gpu_fabric.kube.advertisers import ERROR, FabricFinding, advertiser_findings
 from gpu_fabric.kube.workloads import object_ref
 from gpu_fabric.policies._props import Resource, stack_resources
 from gpu_fabric.policies.device_plugins import declared_external_efa_plugins
 from gpu_fabric.policies.workloads import fabric_pools
 
 
-def daemonset_findings(resources: Sequence[Resource]) -> list[tuple[str, AdvertiserFinding]]:
+def daemonset_findings(resources: Sequence[Resource]) -> list[tuple[str, FabricFinding]]:
     """``(urn of the DaemonSet named by the finding, finding)`` over the program's DaemonSets.
 
     An EFA plugin installed outside the stack (``devicePlugins.efa.providedBy``) counts as an

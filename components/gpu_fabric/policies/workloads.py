@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.kube.workloads import ERROR, WORKLOAD_KINDS, FabricPool, WorkloadFinding, WorkloadShapeError, judge_workloads
+from gpu_fabric.kube.workloads import ERROR, WORKLOAD_KINDS, FabricPool, FabricFinding, WorkloadShapeError, judge_workloads
 from gpu_fabric.policies._props import PoolFacts, Resource, kubernetes_objects, pod_spec_of, pool_facts, rests_on_unknown, stack_resources
 
 
@@ -38,10 +38,10 @@ def _fabric_pool(pool: PoolFacts) -> FabricPool:
     return FabricPool.of(pool.name, pool.fabric, pool.labels, pool.taints, pool.manufacturer, None, pool.instance_types)
 
 
-def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, WorkloadFinding]]:
+def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, FabricFinding]]:
     """``(urn, finding)`` for every rule a workload resource of the stack breaks."""
     pools = fabric_pools(resources)
-    found: list[tuple[str, WorkloadFinding]] = []
+    found: list[tuple[str, FabricFinding]] = []
     for resource in kubernetes_objects(resources):
         if resource.kind not in WORKLOAD_KINDS:
             continue
@@ -55,7 +55,7 @@ def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, Workload
     return found
 
 
-def _rests_on_volumes(finding: WorkloadFinding) -> bool:
+def _rests_on_volumes(finding: FabricFinding) -> bool:
     """A finding about what a mount or volume brings to the pod: it waits while the pod's ``volumes`` are unknown."""
     return "volumeMounts" in finding.path or "volumes" in finding.path
 
