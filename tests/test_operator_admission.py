@@ -10,7 +10,7 @@ import copy
 
 import pytest
 
-from gpu_fabric.gpustack.admission import ELASTIC_WIDTH_MAX, ELASTIC_WIDTH_MIN, elastic_findings
+from gpu_fabric.gpustack.admission.model_deployment_elastic import ELASTIC_WIDTH_MAX, ELASTIC_WIDTH_MIN, elastic_findings
 from gpu_fabric.gpustack.transfer import (
     EFA_KEY,
     MSG_NO_FABRIC_LEG,

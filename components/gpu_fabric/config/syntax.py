@@ -4,7 +4,9 @@ Each check mirrors the system's own rule, so a value is refused while it is stil
 with its path, instead of by the API server or EC2 during ``pulumi up`` -- and so no value can carry
 a ``,``, ``=`` or newline into the kubelet flags (``--node-labels``, ``--register-with-taints``) or
 the TOML that the user data is made of. Every function raises ``ValueError`` with a message that
-names the value; pydantic turns it into a configuration error at the field's path.
+names the value; pydantic turns it into a configuration error at the field's path -- except the
+``is_*`` functions, which return the API server's own list of problems in its own words
+(``validation.IsDNS1123Label`` and friends), as the GPUStack operator's webhooks quote them.
 """
 
 from __future__ import annotations
@@ -14,12 +16,19 @@ from typing import Annotated, Any, Mapping
 
 from pydantic import AfterValidator
 
-# k8s.io/apimachinery/pkg/util/validation/validation.go: dns1123LabelFmt, dns1123SubdomainFmt,
-# qualifiedNameFmt / IsQualifiedName, labelValueFmt / IsValidLabelValue.
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# k8s.io/apimachinery/pkg/util/validation/validation.go builds its expressions from these formats
+# (dns1123LabelFmt, dns1123SubdomainFmt, dns1035LabelFmt, qualifiedNameFmt, labelValueFmt), and its
+# messages quote them; both the checks below and the API server's wording (``is_*``) use them.
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
+DNS_LABEL = re.compile(f"^{_DNS1123_LABEL_FMT}$")
+DNS_SUBDOMAIN = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
+DNS1035_LABEL = re.compile(f"^{_DNS1035_LABEL_FMT}$")
+_QUALIFIED_NAME = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
+_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
 
 # EKS API reference: CreateNodegroup ``nodegroupName`` and CreateCluster ``name`` patterns and lengths.
 EKS_NODE_GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
@@ -187,6 +196,84 @@ def no_control_characters(value: str, what: str = "value") -> str:
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise ValueError(f"{what} {value!r} contains a control character such as a newline")
     return value
+
+
+# -- the API server's wording: k8s.io/apimachinery/pkg/util/validation/validation.go -----------------
+
+
+def _regex_error(message: str, pattern: str, *examples: str) -> str:
+    """``RegexError``: the message, the examples and the expression, as the API server words them."""
+    shown = "".join(f"{' or ' if i else ''}'{example}', " for i, example in enumerate(examples))
+    return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """``validation.IsDNS1123Label``: problems, empty when ``value`` is a valid label."""
+    problems = []
+    if len(value) > 63:
+        problems.append("must be no more than 63 characters")
+    if not DNS_LABEL.match(value):
+        problems.append(_regex_error("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+                                     "or '-', and must start and end with an alphanumeric character",
+                                     _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return problems
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    """``validation.IsDNS1035Label``: problems, empty when ``value`` is a valid Service name."""
+    problems = []
+    if len(value) > 63:
+        problems.append("must be no more than 63 characters")
+    if not DNS1035_LABEL.match(value):
+        problems.append(_regex_error("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                                     "start with an alphabetic character, and end with an alphanumeric character",
+                                     _DNS1035_LABEL_FMT, "my-name", "abc-123"))
+    return problems
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """``validation.IsQualifiedName``: a label key, ``[prefix/]name``."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [_regex_error("a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
+                             "start and end with an alphanumeric character", _QUALIFIED_NAME_FMT,
+                             "MyName", "my.name", "123-abc")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    problems = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        elif len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix):
+            problems.append("prefix part " + _regex_error(
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+                "must start and end with an alphanumeric character", _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    if not name:
+        problems.append("name part must be non-empty")
+    else:
+        if len(name) > 63:
+            problems.append("name part must be no more than 63 characters")
+        if not _QUALIFIED_NAME.match(name):
+            problems.append("name part " + _regex_error(
+                "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                "alphanumeric character", _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
+    return problems
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    """``validation.IsValidLabelValue``."""
+    problems = []
+    if len(value) > 63:
+        problems.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.match(value):
+        problems.append(_regex_error("a valid label must be an empty string or consist of alphanumeric characters, "
+                                     "'-', '_' or '.', and must start and end with an alphanumeric character",
+                                     _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return problems
+
+
+# -- annotated types: the checks above as pydantic field types ------------------------------------
 
 
 def pattern_validator(pattern: str, description: str) -> AfterValidator:

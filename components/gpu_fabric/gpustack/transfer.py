@@ -8,8 +8,8 @@ is the single source of truth for these rules: never copy them.
 
 0. The API server's structural schema (:mod:`gpu_fabric.gpustack.schema`): an object it refuses is never
    stored, so nothing resolves to it.
-1. The rules answered from the object alone (:mod:`gpu_fabric.gpustack.admission`: engine version, role kinds,
-   router and engine, elastic EP, interface counts, volumes, names ...).
+1. The rules answered from the object alone (:mod:`gpu_fabric.gpustack.admission`, one module per kind:
+   engine version, role kinds, router and engine, elastic EP, interface counts, volumes, names ...).
 2. Only when those pass: the interface requests (``validateModelDeploymentInterfaceRequests``). For
    each role with a positive whole ``interface``: the cache leg resolves ``kvCache.poolRef`` ->
    KVCachePoolBinding (same namespace) -> KVCachePool -> ``backends[0]`` -> KVCacheBackend and takes
@@ -32,19 +32,19 @@ from typing import Any, Iterable, Mapping
 
 from gpu_fabric.config import constants
 from gpu_fabric.config.instance_type_names import manufacturer_of
-from gpu_fabric.gpustack.admission import (
+from gpu_fabric.gpustack.admission.common import (
     ENGINE_VLLM,
-    backend_findings,
-    binding_findings,
-    duplicate_value,
-    pool_findings,
     KIND_DECODE,
     KIND_PREFILL,
     ROUTER_LLMD,
     declares_both_halves,
-    deployment_findings,
+    duplicate_value,
     effective_role_kind,
 )
+from gpu_fabric.gpustack.admission.kv_cache_backend import backend_findings
+from gpu_fabric.gpustack.admission.kv_cache_pool import pool_findings
+from gpu_fabric.gpustack.admission.kv_cache_pool_binding import binding_findings
+from gpu_fabric.gpustack.admission.model_deployment import deployment_findings
 from gpu_fabric.gpustack.findings import Finding
 from gpu_fabric.gpustack.operator_pin import API_GROUP
 from gpu_fabric.gpustack.profiles import Profile, default_profile, profile_for

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from gpu_fabric.gpustack.admission import engine_version_rule
+from gpu_fabric.gpustack.admission.model_deployment import engine_version_rule
 from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, OPERATOR_REPOSITORY, SCHEMA_COMMIT, SOURCE_FILES
 from gpu_fabric.gpustack.profiles.model import FieldNote, Profile, Source
 from gpu_fabric.gpustack.profiles.released import LATER_LINE_FIELDS, SHARED_HINTS
