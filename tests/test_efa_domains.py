@@ -10,7 +10,7 @@ from gpu_fabric.plan.efa_domains import DomainPool, derive_domains, describe_dom
 from gpu_fabric.policies import efa_domain_placement
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.validation.configuration import load_config
-from gpu_fabric.gpustack.transfer import analyze
+from gpu_fabric.gpustack.admission_pipeline import analyze
 from policy_helpers import assert_metadata, assert_no_violations, assert_violation, rendered, replace_props
 from stack_configs import PROJECT_DIR, stack_values
 

@@ -11,7 +11,7 @@ import copy
 import pytest
 
 from gpu_fabric.gpustack.admission.model_deployment_elastic import ELASTIC_WIDTH_MAX, ELASTIC_WIDTH_MIN, elastic_findings
-from gpu_fabric.gpustack.transfer import (
+from gpu_fabric.gpustack.transfer_legs import (
     EFA_KEY,
     MSG_NO_FABRIC_LEG,
     RDMA_EXCLUSIVE_KEY,
@@ -22,7 +22,7 @@ from gpu_fabric.gpustack.transfer import (
     member_group_protocols,
     validate_binding_transport,
 )
-from gpu_fabric.gpustack import transfer
+from gpu_fabric.gpustack import admission_pipeline
 from gpu_fabric.gpustack.profiles import pin_profile
 
 PIN = pin_profile()
@@ -30,7 +30,7 @@ PIN = pin_profile()
 
 def analyze(objects, **kwargs):
     """The operator's admission as mirrored at the pin (the commit these Go tables come from)."""
-    return transfer.analyze(objects, operator=PIN, **kwargs)
+    return admission_pipeline.analyze(objects, operator=PIN, **kwargs)
 
 
 A10G = "gpustack--nvidia-a10g-linux-amd64"

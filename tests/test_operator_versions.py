@@ -19,7 +19,8 @@ from gpu_fabric.config.fabric import DEFAULT_GPUSTACK_OPERATOR
 from gpu_fabric.gpustack import schema
 from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT
 from gpu_fabric.gpustack.profiles import PROFILES, UnknownOperatorVersion, default_profile, known_versions, pin_profile, profile_for
-from gpu_fabric.gpustack.transfer import MSG_NO_FABRIC_LEG, RDMA_EXCLUSIVE_KEY, analyze
+from gpu_fabric.gpustack.admission_pipeline import analyze
+from gpu_fabric.gpustack.transfer_legs import MSG_NO_FABRIC_LEG, RDMA_EXCLUSIVE_KEY
 from gpu_fabric.validation.configuration import load_config
 from stack_configs import PROJECT_DIR, seed_values, stack_values
 

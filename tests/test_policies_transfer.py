@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpu_fabric.policies import transfer_path_consistency
-from gpu_fabric.gpustack.transfer import MSG_BACKEND_UNRESOLVED, MSG_NO_FABRIC_LEG, msg_conflicting_groups
+from gpu_fabric.gpustack.transfer_legs import MSG_BACKEND_UNRESOLVED, MSG_NO_FABRIC_LEG, msg_conflicting_groups
 
 from policy_helpers import assert_metadata, assert_no_violations, assert_violation, of_type, rendered, replace_props, run
 

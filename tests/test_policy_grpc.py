@@ -23,7 +23,7 @@ from gpu_fabric.gpustack.objects import model_deployment
 from gpu_fabric.aws.catalog import BundledInstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface, plan_interfaces
 from gpu_fabric.config.serving import ModelDeploymentSpec
-from gpu_fabric.gpustack.transfer import MSG_NO_FABRIC_LEG
+from gpu_fabric.gpustack.transfer_legs import MSG_NO_FABRIC_LEG
 
 from policy_helpers import PROJECT_DIR, urn
 

@@ -5,9 +5,9 @@ import copy
 import pytest
 from hypothesis import given, strategies as st
 
-from gpu_fabric.gpustack import transfer
+from gpu_fabric.gpustack import admission_pipeline, transfer_legs
 from gpu_fabric.config.instance_type_names import manufacturer_of
-from gpu_fabric.gpustack.transfer import (
+from gpu_fabric.gpustack.transfer_legs import (
     EFA_KEY,
     MSG_BACKEND_UNRESOLVED,
     MSG_BINDING_UNRESOLVED,
@@ -30,7 +30,7 @@ PIN = pin_profile()
 def analyze(objects, **kwargs):
     """The analysis at the pin, whose engine.version deployments these cases write (tests/test_operator_versions.py
     holds the release lines' cases)."""
-    return transfer.analyze(objects, operator=PIN, **kwargs)
+    return admission_pipeline.analyze(objects, operator=PIN, **kwargs)
 
 
 def deployment(*, router=True, protocol="RDMA", engine="vLLM", interface="2", kinds=("Prefill", "Decode"),
@@ -256,9 +256,9 @@ def test_manufacturer_parsing():
 
 def test_operator_messages_are_verbatim():
     # The exact strings from research section 4; a change here breaks parity with the operator.
-    assert transfer.MSG_NOT_POSITIVE == "interface count must be positive"
-    assert transfer.msg_conflicting_groups("tcp", "rdma") == "cache member groups use conflicting protocols: tcp, rdma"
-    assert transfer.msg_conflicting_legs("rdma", "efa") == "cache and direct-transfer legs use rdma and efa"
+    assert transfer_legs.MSG_NOT_POSITIVE == "interface count must be positive"
+    assert transfer_legs.msg_conflicting_groups("tcp", "rdma") == "cache member groups use conflicting protocols: tcp, rdma"
+    assert transfer_legs.msg_conflicting_legs("rdma", "efa") == "cache and direct-transfer legs use rdma and efa"
     assert MSG_POOL_UNRESOLVED == "cache pool must resolve before requesting interfaces"
     assert MSG_BACKEND_UNRESOLVED == "cache backend must resolve before requesting interfaces"
 

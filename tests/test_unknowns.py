@@ -21,7 +21,7 @@ from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from gpu_fabric.config.shapes import UNKNOWN, is_unknown, list_at, mapping_at
-from gpu_fabric.gpustack.transfer import MSG_NO_FABRIC_LEG
+from gpu_fabric.gpustack.transfer_legs import MSG_NO_FABRIC_LEG
 from gpu_fabric.policies._props import Resource, plain
 from gpu_fabric.policies.over_grpc import PACK_FAILURE, analyze_over_grpc, analyze_request, analyze_stack_request, served_pack
 from policy_helpers import PROJECT_DIR

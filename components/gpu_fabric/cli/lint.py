@@ -1,7 +1,7 @@
 """``gpu-fabric lint FILE...``: the operator's schema and admission over manifests you already have.
 
 Every ``worker.gpustack.ai`` object is checked against the CRD schema of the operator line ``--operator``
-names (default 0.10.0; both ``v1alpha1`` and ``v1`` are accepted) and then through its admission rules (:func:`gpu_fabric.gpustack.transfer.analyze`); each
+names (default 0.10.0; both ``v1alpha1`` and ``v1`` are accepted) and then through its admission rules (:func:`gpu_fabric.gpustack.admission_pipeline.analyze`); each
 finding names the object and the file it came from.
 """
 
@@ -16,7 +16,7 @@ from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_c
 from gpu_fabric.gpustack.schema import is_namespaced
 from gpu_fabric.config.shapes import mapping_at
 from gpu_fabric.gpustack.profiles import DEFAULT_GPUSTACK_OPERATOR, UnknownOperatorVersion, known_versions, profile_for
-from gpu_fabric.gpustack.transfer import TransferReport, analyze, is_gpustack_object
+from gpu_fabric.gpustack.admission_pipeline import TransferReport, analyze, is_gpustack_object
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

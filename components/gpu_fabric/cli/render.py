@@ -174,7 +174,7 @@ def operator_warning_lines(result) -> list[str]:
     """What ``gpu-fabric lint`` warns about in the rendered GPUStack objects, under the stack's operator line:
     fields whose fate the operator's docs leave open (``not confirmed for 0.10.0``) and objects the operator
     admits with a warning. The same analysis the render's validation ran; only its warnings are new here."""
-    from gpu_fabric.gpustack.transfer import analyze
+    from gpu_fabric.gpustack.admission_pipeline import analyze
     from gpu_fabric.policies._props import Resource
     from gpu_fabric.policies.transfer_paths import stack_operator
 

@@ -4,8 +4,8 @@ Field order follows the operator's documentation and the seed walkthrough, becau
 dump these models as the manifests' ``spec`` and a stable order keeps preview diffs quiet.
 These models carry the operator's schema (fields, enums, bounds). Its admission rules (role kinds,
 router and engine, engine version, elastic EP, interfaces, transfer legs) are not repeated here: they
-live in :mod:`gpu_fabric.gpustack.admission` and :mod:`gpu_fabric.gpustack.transfer`, which ``load_config`` runs over the
-manifests the stack would register.
+live in :mod:`gpu_fabric.gpustack.admission` and :mod:`gpu_fabric.gpustack.admission_pipeline`, which
+``load_config`` runs over the manifests the stack would register.
 """
 
 from __future__ import annotations

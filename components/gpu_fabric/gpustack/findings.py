@@ -1,7 +1,7 @@
 """A finding: one decision against one field of one ``worker.gpustack.ai`` object.
 
 The schema validator (:mod:`gpu_fabric.gpustack.schema`) and the admission analysis
-(:mod:`gpu_fabric.gpustack.transfer`) both report findings; the CLI, the policy pack and ``load_config``
+(:mod:`gpu_fabric.gpustack.admission_pipeline`) both report findings; the CLI, the policy pack and ``load_config``
 turn them into lines, violations and configuration paths.
 """
 

@@ -14,7 +14,7 @@ from typing import Any
 from gpu_fabric.config.constants import DEFAULT_API_VERSION
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec, ModelDeploymentSpec
-from gpu_fabric.gpustack.transfer import GPUSTACK_GROUP
+from gpu_fabric.gpustack.operator_pin import API_GROUP
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-fabric"}
 
@@ -24,7 +24,7 @@ def _manifest(kind: str, api_version: str, name: str, spec: dict[str, Any], name
     if namespace is not None:
         metadata["namespace"] = namespace
     metadata["labels"] = dict(MANAGED_BY)
-    return {"apiVersion": f"{GPUSTACK_GROUP}/{api_version}", "kind": kind, "metadata": metadata, "spec": spec}
+    return {"apiVersion": f"{API_GROUP}/{api_version}", "kind": kind, "metadata": metadata, "spec": spec}
 
 
 def model_deployment(deployment: ModelDeploymentSpec, api_version: str = DEFAULT_API_VERSION) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 This is the ``main@5cfac77b`` profile's source (:mod:`gpu_fabric.gpustack.profiles.main_5cfac77b`): the
 operator's CRD schemas (``gpu_fabric/data/gpustack-operator/``) and its admission webhooks
-(:mod:`gpu_fabric.gpustack.transfer`, :mod:`gpu_fabric.gpustack.schema`) were read from the commits below.
+(:mod:`gpu_fabric.gpustack.admission`, :mod:`gpu_fabric.gpustack.transfer_legs`,
+:mod:`gpu_fabric.gpustack.schema`) were read from the commits below.
 The released lines' profiles (0.9, 0.10, 0.11) derive from it plus their docs. ``gpu-fabric --version``
 lists every profile with its sources.
 

@@ -21,7 +21,7 @@ from gpu_fabric.gpustack.naming import local_queue_name
 from gpu_fabric.config.quantity import parse_quantity
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.config.pool import PoolSpec
-from gpu_fabric.gpustack.transfer import EFA_KEY, RDMA_EXCLUSIVE_KEY, RDMA_PARTITIONED_KEY, RDMA_SHARED_KEY
+from gpu_fabric.gpustack.transfer_legs import EFA_KEY, RDMA_EXCLUSIVE_KEY, RDMA_PARTITIONED_KEY, RDMA_SHARED_KEY
 
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 QUEUE_ANNOTATION = "schedule.gpustack.ai/queue"

@@ -12,7 +12,7 @@ able to reach every other over EFA, which needs (EC2 rules, cited at :data:`EC2_
   cache members out).
 
 This module is pure: :func:`derive_domains` reads pool descriptions and the transfer analysis
-(:func:`gpu_fabric.gpustack.transfer.analyze`), so the components and ``load_config`` (from the
+(:func:`gpu_fabric.gpustack.admission_pipeline.analyze`), so the components and ``load_config`` (from the
 configuration, :func:`domains_from_config`), the policy pack (from resource inputs) and the CLI
 summaries all decide the same domains. Member-group selection reuses the scheduler's
 ``nodeSelector`` rule from :mod:`gpu_fabric.kube.coverage`.
@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping, Optional, Sequence
 
 from gpu_fabric.kube.coverage import node_selector_matches
-from gpu_fabric.gpustack.transfer import FABRICS, MemberGrant, RoleGrant, TransferReport
+from gpu_fabric.gpustack.admission_pipeline import TransferReport
+from gpu_fabric.gpustack.transfer_legs import FABRICS, MemberGrant, RoleGrant
 
 if TYPE_CHECKING:  # the spec package imports this module lazily, never the other way at import time
     from gpu_fabric.config.fabric import FabricConfig
@@ -427,7 +428,7 @@ def config_pools(config: "FabricConfig", fabric_name: str = "fabric") -> list[Do
 def domains_from_config(config: "FabricConfig", fabric_name: str = "fabric") -> DomainAnalysis:
     """The domains of a validated configuration; findings name configuration paths."""
     from gpu_fabric.gpustack.objects import gpustack_manifests
-    from gpu_fabric.gpustack.transfer import analyze
+    from gpu_fabric.gpustack.admission_pipeline import analyze
 
     report = analyze(gpustack_manifests(config),
                      manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},

@@ -10,7 +10,7 @@ stack built from the components directly (``KueuePool``, ``EfaNodeGroup``, ``KVC
 * where each pool's nodes are: the pool's ``aws`` block (``GpuFabric``), else the ``EfaNodeGroup``
   component above the node group that provides them (its ``availabilityZone``/``vpcId``/``subnetId``
   inputs), else the launch template's ``placement.availabilityZone``;
-* legs from :func:`gpu_fabric.gpustack.transfer.analyze` over the stack's GPUStack objects.
+* legs from :func:`gpu_fabric.gpustack.admission_pipeline.analyze` over the stack's GPUStack objects.
 
 A pool whose zone is not known at preview is not compared. Member groups on a pool of the wrong
 fabric are ``kv-cache-transport-fabric``'s concern; this policy reports the placement rules and a
@@ -52,7 +52,7 @@ from gpu_fabric.policies._props import (
 )
 from gpu_fabric.policies.karpenter import node_pool_security_groups
 from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
-from gpu_fabric.gpustack.transfer import analyze
+from gpu_fabric.gpustack.admission_pipeline import analyze
 
 EFA_NODE_GROUP_TYPE = "gpu-fabric:index:EfaNodeGroup"
 

@@ -28,7 +28,7 @@ from gpu_fabric.policies._props import (
     requested_resources,
     stack_resources,
 )
-from gpu_fabric.gpustack.transfer import EFA_KEY, FABRIC_KEYS
+from gpu_fabric.gpustack.transfer_legs import EFA_KEY, FABRIC_KEYS
 
 QUEUE_NAME_LABEL = constants.QUEUE_NAME_LABEL
 KUEUE_GROUP = "kueue.x-k8s.io"

@@ -4,7 +4,7 @@ Each Mooncake member group of a KVCacheBackend runs on the nodes its ``nodeSelec
 is picked when the selector is a subset of the pool's effective node labels (its nodeLabels,
 ``vpc.amazonaws.com/efa.present`` on EFA pools, ``kubernetes.io/os``/``arch`` from a
 ``gpustack--...-<os>-<arch>`` name, ``node.kubernetes.io/instance-type`` of AWS pools). The group's
-effective protocol and device request come from :func:`gpu_fabric.gpustack.transfer.analyze` (its
+effective protocol and device request come from :func:`gpu_fabric.gpustack.admission_pipeline.analyze` (its
 ``member_grants``). Then:
 
 * EFA transport only on EFA pools; RDMA transport never on EFA pools;
@@ -20,7 +20,7 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 
 from gpu_fabric.policies._props import PoolFacts, Resource, pool_facts, stack_resources
 from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
-from gpu_fabric.gpustack.transfer import analyze
+from gpu_fabric.gpustack.admission_pipeline import analyze
 
 
 def member_findings(protocol: str, count: int, pool: PoolFacts) -> list[str]:

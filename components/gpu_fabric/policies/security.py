@@ -30,7 +30,7 @@ from gpu_fabric.policies._props import (
     rests_on_unknown,
     truthy,
 )
-from gpu_fabric.gpustack.transfer import GPUSTACK_GROUP
+from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP
 from gpu_fabric.kube.topology_agent import COMPONENT_ANNOTATION
 
 

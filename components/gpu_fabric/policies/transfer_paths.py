@@ -1,7 +1,7 @@
 """Policy a: the GPUStack operator's schema and admission, decided at ``pulumi preview``.
 
 Every ``worker.gpustack.ai`` manifest of the stack (ModelDeployment, KVCacheBackend, KVCachePool,
-KVCachePoolBinding) goes through :func:`gpu_fabric.gpustack.transfer.analyze` -- the one implementation the
+KVCachePoolBinding) goes through :func:`gpu_fabric.gpustack.admission_pipeline.analyze` -- the one implementation the
 components, ``load_config`` and ``gpu-fabric lint`` use too: the operator's CRD schema (a field the
 API server would prune is a violation), its ModelDeployment webhook rules, and the transfer paths.
 Each finding the API server or the operator would refuse becomes a violation on the object's URN,
@@ -24,7 +24,7 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 from gpu_fabric.config.shapes import UNKNOWN, is_unknown, unknown_paths
 from gpu_fabric.gpustack.findings import Finding
 from gpu_fabric.gpustack.profiles import Profile, UnknownOperatorVersion, default_profile, profile_for
-from gpu_fabric.gpustack.transfer import GPUSTACK_GROUP, analyze
+from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP, analyze
 from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, stack_resources
 
 DEFAULT_NAMESPACE = "default"

@@ -14,7 +14,7 @@ from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.config.base import ConfigError, SpecModel
 from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec
-from gpu_fabric.gpustack.transfer import analyze
+from gpu_fabric.gpustack.admission_pipeline import analyze
 
 DEFERRABLE = (
     ("backends", ANY, "image"),

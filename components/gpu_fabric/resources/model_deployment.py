@@ -14,7 +14,7 @@ from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.serving import ModelDeploymentSpec
 from gpu_fabric.gpustack.profiles import DEFAULT_GPUSTACK_OPERATOR, Profile, UnknownOperatorVersion, profile_for
-from gpu_fabric.gpustack.transfer import TransferReport, analyze
+from gpu_fabric.gpustack.admission_pipeline import TransferReport, analyze
 
 DEFERRABLE = (
     ("deployment", "engine", "image"),

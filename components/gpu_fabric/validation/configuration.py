@@ -28,7 +28,7 @@ from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.config.pool import PoolSpec
 from gpu_fabric.config.syntax import region_of_zone
 from gpu_fabric.gpustack.profiles import UnknownOperatorVersion, profile_for
-from gpu_fabric.gpustack.transfer import analyze
+from gpu_fabric.gpustack.admission_pipeline import analyze
 
 
 def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) -> FabricConfig:

@@ -85,7 +85,7 @@ def _member_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
         return
     from gpu_fabric.gpustack.objects import gpustack_manifests
     from gpu_fabric.policies.kv_cache import member_findings
-    from gpu_fabric.gpustack.transfer import analyze
+    from gpu_fabric.gpustack.admission_pipeline import analyze
 
     report = analyze(gpustack_manifests(config),
                      manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Optional
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.config.pool import EFA_PRESENT_LABEL, PoolSpec
 from gpu_fabric.kube.topology import kubelet_config_fields
-from gpu_fabric.gpustack.transfer import EFA_KEY, RDMA_EXCLUSIVE_KEY, RDMA_PARTITIONED_KEY
+from gpu_fabric.gpustack.transfer_legs import EFA_KEY, RDMA_EXCLUSIVE_KEY, RDMA_PARTITIONED_KEY
 
 # What a kubelet runs when its configuration leaves a topology key out: kubernetes/kubernetes
 # pkg/kubelet/apis/config/v1beta1/defaults.go, SetDefaults_KubeletConfiguration (TopologyManagerPolicy
@@ -118,7 +118,7 @@ def pool_selector(pool: PoolSpec) -> dict[str, str]:
 def pool_allocatable(pool: PoolSpec) -> dict[str, int]:
     """The accelerator and fabric-endpoint counts each node of ``pool`` must advertise exactly.
 
-    The keys are the operator's (``gpu_fabric.gpustack.transfer``): ``vpc.amazonaws.com/efa`` for EFA
+    The keys are the operator's (``gpu_fabric.gpustack.transfer_legs``): ``vpc.amazonaws.com/efa`` for EFA
     pools, ``device.gpustack.ai/rdma`` (exclusive NICs) and, when declared,
     ``device.gpustack.ai/rdma.partitioned`` for RDMA pools.
     """

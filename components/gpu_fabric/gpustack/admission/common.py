@@ -3,7 +3,7 @@
 The engine, router and role-kind values and the ``ModelDeployment...`` helpers are the operator's
 (``api/worker`` and ``pkg/worker/webhooks/worker/model_deployment.go`` at
 :data:`gpu_fabric.gpustack.operator_pin.OPERATOR_COMMIT`); the transfer legs
-(:mod:`gpu_fabric.gpustack.transfer`) read them too.
+(:mod:`gpu_fabric.gpustack.transfer_legs`) read them too.
 """
 
 from __future__ import annotations
@@ -37,6 +37,18 @@ def declares_both_halves(spec: Mapping[str, Any]) -> bool:
 def arg_name(arg: str) -> str:
     """``ModelDeploymentArgName``: the flag of ``--flag=value`` (the token itself otherwise)."""
     return arg.split("=", 1)[0]
+
+
+def spec_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """An object's ``spec``, empty when it has none (or there is no object)."""
+    spec = (obj or {}).get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def engine_name(spec: Mapping[str, Any]) -> str:
+    """``spec.engine.name``, ``""`` when unset."""
+    engine = spec.get("engine")
+    return str(engine.get("name") or "") if isinstance(engine, Mapping) else ""
 
 
 def roles_of(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from gpu_fabric.config.shapes import list_at, mapping_at
-from gpu_fabric.gpustack.admission.common import object_findings
+from gpu_fabric.gpustack.admission.common import object_findings, spec_of
 from gpu_fabric.gpustack.findings import Finding
 
 
@@ -25,3 +25,20 @@ def pool_findings(pool: Mapping[str, Any]) -> list[Finding]:
         if not name:
             found.append((f"spec.backends[{i}]", "a backend is named by the name of a KVCacheBackend"))
     return object_findings("KVCachePool", pool, found, None)
+
+
+def pool_backend_findings(pool_name: str, pool: Mapping[str, Any], backends: Mapping[str, Mapping[str, Any]]) -> list[Finding]:
+    """``validateKVCachePoolBackend``: admitted, with a warning, when the pool's backend runs without multi-tenancy.
+
+    ``backends`` are the KVCacheBackends the webhook's reader would find, by name.
+    """
+    names = spec_of(pool).get("backends") or []
+    leader = (((spec_of(backends.get(str(names[0]))) if names else {}).get("connection") or {})
+              .get("managed") or {}).get("leader")
+    if not (isinstance(leader, Mapping) and leader.get("multiTenancy") is False):
+        return []
+    return [Finding("KVCachePool", pool_name, "spec.backends[0]",
+                    f'backend "{names[0]}" runs without multi-tenancy: it holds no tenant ledger, so '
+                    "no per-tenant quota is in force — every write falls into the default tenant, "
+                    "bounded only by the store's global capacity — and the master serves exactly one "
+                    "reuse domain", severity="warning")]

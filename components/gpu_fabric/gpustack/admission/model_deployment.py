@@ -4,7 +4,7 @@ Mirrors ``validateModelDeployment`` and ``validateModelDeploymentRoles`` of the 
 webhook (``pkg/worker/webhooks/worker/model_deployment.go`` at the commit
 :data:`gpu_fabric.gpustack.operator_pin.OPERATOR_COMMIT`), with the operator's messages; the elastic-EP
 shape (``model_deployment_elastic.go``) is :mod:`gpu_fabric.gpustack.admission.model_deployment_elastic`.
-Each rule names the Go function it mirrors. :func:`gpu_fabric.gpustack.transfer.analyze` runs these
+Each rule names the Go function it mirrors. :func:`gpu_fabric.gpustack.admission_pipeline.analyze` runs these
 first and, as ``ValidateCreate`` does, judges interface requests and cache transports only for a
 deployment these rules accept.
 
@@ -31,6 +31,7 @@ from gpu_fabric.gpustack.admission.common import (
     arg_name,
     duplicate_value,
     effective_role_kind,
+    engine_name,
     int_or,
     quantity_or_none,
     roles_of,
@@ -288,7 +289,7 @@ def _router(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     if not isinstance(router, Mapping):
         return []
     router_name = str(router.get("name") or "")
-    engine = str((spec.get("engine") or {}).get("name") or "") if isinstance(spec.get("engine"), Mapping) else ""
+    engine = engine_name(spec)
     found = []
     extra_args = router.get("extraArgs")
     for i, arg in enumerate(extra_args if isinstance(extra_args, list) else []):

@@ -16,6 +16,7 @@ from gpu_fabric.gpustack.admission.common import (
     ENGINE_VLLM,
     KIND_SERVER,
     effective_role_kind,
+    engine_name,
     int_or,
     quantity_or_none,
     roles_of,
@@ -77,7 +78,7 @@ def elastic_findings(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     elastic = [i for i, role in enumerate(roles) if isinstance(role.get("elasticEp"), Mapping)]
     if not elastic:
         return []
-    engine = str((spec.get("engine") or {}).get("name") or "") if isinstance(spec.get("engine"), Mapping) else ""
+    engine = engine_name(spec)
     found: list[tuple[str, str]] = []
     if engine != ENGINE_VLLM:
         found.append(("spec.engine.name", "the elastic-EP profile runs the vLLM engine; no other engine carries the "
