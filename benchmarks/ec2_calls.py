@@ -41,7 +41,7 @@ def measure(stack: str, *, preview: bool, credentials: bool, endpoint: str, scra
     import pulumi
     from botocore.client import BaseClient
 
-    from gpu_fabric.aws.catalog import clear_ec2_cache
+    from gpu_fabric.aws.catalog.ec2 import clear_ec2_cache
     from gpu_fabric.program.render import load_stack_config, render_stack
     from gpu_fabric.resources import stack_catalog as module
 

@@ -1,4 +1,4 @@
-"""gpu_fabric.aws.catalog against moto's EC2 server over HTTP, the bundled table, and the generator."""
+"""gpu_fabric.aws.catalog's providers against moto's EC2 server over HTTP, the bundled table, and the generator."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from gpu_fabric.aws import catalog
-from gpu_fabric.aws.catalog import (
-    BundledInstanceCatalog,
-    Ec2InstanceCatalog,
+from gpu_fabric.aws.catalog import ec2
+from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
+from gpu_fabric.aws.catalog.ec2 import Ec2InstanceCatalog
+from gpu_fabric.aws.catalog.selection import describe_with_fallback
+from gpu_fabric.aws.catalog.types import (
     InstanceFacts,
     UnknownInstanceTypeError,
     card_interface_types,
-    describe_with_fallback,
     with_interface_types,
 )
 
@@ -53,9 +53,9 @@ def aws_env(monkeypatch, tmp_path):
     for key, value in env.items():
         if key.startswith("AWS_"):
             monkeypatch.setenv(key, value)
-    catalog.clear_ec2_cache()
+    ec2.clear_ec2_cache()
     yield
-    catalog.clear_ec2_cache()
+    ec2.clear_ec2_cache()
 
 
 def _count_requests(ec2: Ec2InstanceCatalog) -> list[dict]:
@@ -110,9 +110,9 @@ def test_unknown_type_is_found_inside_a_large_request(moto_endpoint, aws_env):
 
 
 def test_unknown_names_are_isolated_by_bisection_when_the_message_is_unreadable():
-    assert catalog._unknown_names_from_message("something else", ["a.large"]) == []
+    assert ec2._unknown_names_from_message("something else", ["a.large"]) == []
     message = "The following supplied instance types do not exist: [x.large, y.large]"
-    assert catalog._unknown_names_from_message(message, ["m5.large", "x.large", "y.large"]) == ["x.large", "y.large"]
+    assert ec2._unknown_names_from_message(message, ["m5.large", "x.large", "y.large"]) == ["x.large", "y.large"]
 
 
 def test_cache_avoids_a_second_http_call(moto_endpoint, aws_env):

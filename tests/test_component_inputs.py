@@ -13,7 +13,7 @@ from gpu_fabric.resources.fabric import GpuFabric
 from gpu_fabric.resources.inputs import InvalidInputError
 from gpu_fabric.resources.kueue_pool import KueuePool
 from gpu_fabric.resources.model_deployment import ModelDeployment
-from gpu_fabric.aws.catalog import BundledInstanceCatalog
+from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
 from stack_configs import as_args, seed_values, stack_values
 from test_efa_node_group import FakeCatalog
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_fabric.aws.catalog import BundledInstanceCatalog, card_interface_types
+from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
+from gpu_fabric.aws.catalog.types import card_interface_types
 from gpu_fabric.aws.efa import EfaPlanError, PlannedInterface, plan_group, plan_interfaces, validate_plan
 
 BUNDLED = BundledInstanceCatalog()

@@ -230,7 +230,7 @@ def test_check_and_render_print_each_domain_as_a_path(tmp_path, capsys):
 
 def test_a_type_that_cannot_join_a_cluster_placement_group_is_refused_unless_placement_is_none():
     from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
-    from gpu_fabric.aws.catalog import BundledInstanceCatalog
+    from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
     from gpu_fabric.config.node_group import AwsNodeGroupSpec
 
     aws = {**aws_efa()["pools"][1]["aws"], "instanceTypes": ["vt1.24xlarge"]}

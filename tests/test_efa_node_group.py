@@ -15,7 +15,7 @@ from pulumi.runtime.mocks import MockMonitor
 
 from gpu_fabric.aws import snake_case
 from gpu_fabric.aws.node_group import NodeGroupInputError, plan_node_group
-from gpu_fabric.aws.catalog import UnknownInstanceTypeError
+from gpu_fabric.aws.catalog.types import UnknownInstanceTypeError
 from gpu_fabric.aws.efa import ADDRESS_KEYS
 from gpu_fabric.resources.efa_node_group import EfaNodeGroup
 from gpu_fabric.resources.inputs import InvalidInputError

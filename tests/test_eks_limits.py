@@ -3,7 +3,7 @@
 import re
 
 from gpu_fabric.aws.node_group import instance_type_findings, node_group_resource_name
-from gpu_fabric.aws.catalog import BundledInstanceCatalog
+from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
 from gpu_fabric.program.render import render_stack
 from stack_configs import stack_values
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from gpu_fabric.aws.catalog import BundledInstanceCatalog
+from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
 from gpu_fabric.aws.karpenter import EC2_NODE_CLASS_TYPE, NODE_POOL_TYPE, node_pool_size
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.constants import NODE_GROUP_TYPE, SECURITY_GROUP_TYPE, LAUNCH_TEMPLATE_TYPE

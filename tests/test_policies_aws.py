@@ -13,7 +13,7 @@ from gpu_fabric.aws.node_group import (
     node_group_inputs,
     placement_group_inputs,
 )
-from gpu_fabric.aws.catalog import BundledInstanceCatalog
+from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface, plan_interfaces
 from gpu_fabric.policies import (
     efa_launch_template_interfaces,

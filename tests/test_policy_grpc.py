@@ -20,7 +20,7 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from gpu_fabric.aws.node_group import launch_template_inputs
 from gpu_fabric.gpustack.objects import model_deployment
-from gpu_fabric.aws.catalog import BundledInstanceCatalog
+from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface, plan_interfaces
 from gpu_fabric.config.serving import ModelDeploymentSpec
 from gpu_fabric.gpustack.transfer_legs import MSG_NO_FABRIC_LEG

@@ -12,7 +12,8 @@ import pulumi
 import pytest
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
-from gpu_fabric.aws.catalog import BundledInstanceCatalog, use_catalog
+from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
+from gpu_fabric.aws.catalog.selection import use_catalog
 from gpu_fabric.program.mocks import OfflineMocks
 from gpu_fabric.program.provider import COMPONENTS, PACKAGE_NAME, component_provider, schema
 from stack_configs import seed_values, stack_values

@@ -155,7 +155,7 @@ def test_render_at_the_pin_refuses_engine_image_with_exit_2_naming_the_config_pa
 def test_version_names_every_mirrored_operator_line_with_its_source():
     from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
 
-    from gpu_fabric.aws.catalog import bundled_table_origin
+    from gpu_fabric.aws.catalog.table import bundled_table_origin
 
     run = gpu_fabric("--version")
     assert run.returncode == 0

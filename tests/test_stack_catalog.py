@@ -8,8 +8,8 @@ import pulumi
 import pytest
 
 import moto_server
-from gpu_fabric.aws.catalog import _ACTIVE_CATALOG
-from gpu_fabric.aws.catalog import clear_ec2_cache
+from gpu_fabric.aws.catalog.selection import _ACTIVE_CATALOG
+from gpu_fabric.aws.catalog.ec2 import clear_ec2_cache
 from gpu_fabric.resources.stack_catalog import (
     InstanceFactsError,
     StackInstanceCatalog,
@@ -106,7 +106,8 @@ def test_a_failing_call_with_credentials_present_is_an_error(logs, aws_env) -> N
 
 
 def test_a_render_catalog_is_used_as_set(logs) -> None:
-    from gpu_fabric.aws.catalog import BundledInstanceCatalog, use_catalog
+    from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
+    from gpu_fabric.aws.catalog.selection import use_catalog
 
     bundled = BundledInstanceCatalog()
     use_catalog(bundled)
@@ -163,7 +164,7 @@ def test_another_region_is_asked_on_its_own(logs, aws_env, ec2_calls) -> None:
 
 
 def test_the_no_credentials_warning_is_logged_once_and_says_how_old_the_table_is(logs, aws_env) -> None:
-    from gpu_fabric.aws.catalog import bundled_table_origin
+    from gpu_fabric.aws.catalog.table import bundled_table_origin
 
     aws_env(credentials=False)
     with_stack_config({"aws:region": "us-west-2"})

@@ -1,6 +1,6 @@
 """EFA interface planner and plan validator (pure).
 
-Input is one ``DescribeInstanceTypes`` item (see ``gpu_fabric.aws.catalog``); output is a sorted list
+Input is one ``DescribeInstanceTypes`` item (see ``gpu_fabric.aws.catalog.types``); output is a sorted list
 of :class:`PlannedInterface`. The rules, from EC2's multi-card guidance and the pain points of
 eksctl / terraform-aws-eks / pulumi-eks (research/eks-efa-anchors.md, rules 3-7 and 10):
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from gpu_fabric.aws.catalog import EFA_INTERFACE_TYPES, card_interface_types
+from gpu_fabric.aws.catalog.types import EFA_INTERFACE_TYPES, card_interface_types
 
 INTERFACE = "interface"
 EFA = "efa"

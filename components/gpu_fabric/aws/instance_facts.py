@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from gpu_fabric.aws.catalog import GpuFacts, InstanceFacts
+from gpu_fabric.aws.catalog.types import GpuFacts, InstanceFacts
 from gpu_fabric.config.instance_type_names import instance_type_name, manufacturer_of, parse_instance_type_name
 
 # EC2's ProcessorInfo.SupportedArchitectures -> kubernetes.io/arch (GOARCH spelling, as the kubelet
@@ -170,8 +170,10 @@ def _strings(value: Any) -> Sequence[str]:
 
 def known_items(instance_types: Sequence[str], catalog: Any = None) -> dict[str, dict]:
     """``DescribeInstanceTypes`` items of the types ``catalog`` knows (default: the catalog set with
-    :func:`gpu_fabric.aws.catalog.use_catalog`, else the bundled table); unknown types are left out."""
-    from gpu_fabric.aws.catalog import BundledInstanceCatalog, UnknownInstanceTypeError, explicit_catalog
+    :func:`gpu_fabric.aws.catalog.selection.use_catalog`, else the bundled table); unknown types are left out."""
+    from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
+    from gpu_fabric.aws.catalog.selection import explicit_catalog
+    from gpu_fabric.aws.catalog.types import UnknownInstanceTypeError
 
     source = catalog or explicit_catalog() or BundledInstanceCatalog()
     wanted = list(dict.fromkeys(instance_types))

@@ -34,7 +34,7 @@ def version_text() -> str:
     """``gpu-fabric <version>``, every GPUStack operator line it mirrors with the source of each, and when
     and where the bundled EC2 table was generated."""
     from gpu_fabric import __version__
-    from gpu_fabric.aws.catalog import bundled_table_origin
+    from gpu_fabric.aws.catalog.table import bundled_table_origin
     from gpu_fabric.gpustack.profiles import DEFAULT_GPUSTACK_OPERATOR, PROFILES
 
     lines = [f"gpu-fabric {__version__}", f"mirrors GPUStack operator (gpu-fabric:gpustackOperator, default {DEFAULT_GPUSTACK_OPERATOR}):"]

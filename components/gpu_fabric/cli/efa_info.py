@@ -40,7 +40,7 @@ def _gpu_summary(facts: Any) -> str:
 
 
 def _print_type(item: Mapping[str, Any], out: TextIO) -> None:
-    from gpu_fabric.aws.catalog import InstanceFacts
+    from gpu_fabric.aws.catalog.types import InstanceFacts
     from gpu_fabric.aws.efa import plan_interfaces
 
     facts = InstanceFacts.from_item(item)
@@ -112,7 +112,7 @@ def stack_domain_lines(stack: str, project: str) -> tuple[list[str], list[str]]:
 
 def source_text(source: Any) -> str:
     """Which catalog answered; for the bundled table also when and where it was generated."""
-    from gpu_fabric.aws.catalog import bundled_table_origin
+    from gpu_fabric.aws.catalog.table import bundled_table_origin
 
     if source.is_fallback:
         return (f"Using the bundled instance table: {source.detail}\n"
@@ -124,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
     """Print one table per instance type; returns the exit code."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from gpu_fabric.aws.catalog import UnknownInstanceTypeError, describe_with_fallback
+    from gpu_fabric.aws.catalog.selection import describe_with_fallback
+    from gpu_fabric.aws.catalog.types import UnknownInstanceTypeError
 
     if args.stack:
         from gpu_fabric.config.base import ConfigError

@@ -1,6 +1,6 @@
 """Policy b: an EFA launch template's interfaces fit its instance type.
 
-Facts come from the bundled ``DescribeInstanceTypes`` table (:class:`gpu_fabric.aws.catalog.BundledInstanceCatalog`):
+Facts come from the bundled ``DescribeInstanceTypes`` table (:class:`gpu_fabric.aws.catalog.bundled.BundledInstanceCatalog`):
 policies run offline and never call AWS. The interface rules themselves are
 :func:`gpu_fabric.aws.efa.validate_plan` -- EFA count from ``EfaInfo.MaximumEfaInterfaces`` (never
 ``MaximumNetworkCards``), exactly one primary at card 0 / device 0 that is not ``efa-only``, no EFA
@@ -79,7 +79,8 @@ def allows_fewer_efa_interfaces(args: Any) -> bool:
 
 def interface_findings(props: Mapping[str, Any], allow_fewer: bool = False) -> tuple[list[str], str | None]:
     """``(problems, not-applicable reason)`` of the interface plan against the instance type."""
-    from gpu_fabric.aws.catalog import BundledInstanceCatalog, UnknownInstanceTypeError
+    from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
+    from gpu_fabric.aws.catalog.types import UnknownInstanceTypeError
     from gpu_fabric.aws.efa import validate_plan
 
     interfaces = [as_mapping(i) for i in as_list(props.get("networkInterfaces"))]

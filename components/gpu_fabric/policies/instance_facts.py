@@ -12,7 +12,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from gpu_fabric.aws.catalog import BundledInstanceCatalog
+from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
 from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings
 from gpu_fabric.policies._props import KUEUE_POOL_TYPE, as_list, as_mapping, plain
 

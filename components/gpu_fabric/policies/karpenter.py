@@ -86,7 +86,8 @@ def layout_findings(node_class: Resource, instance_types: Sequence[str], allow_f
     Each type must get exactly ``EfaInfo.MaximumEfaInterfaces`` EFAs, as ``efa-launch-template-interfaces``
     demands of a launch template; ``allow_fewer`` accepts a deliberate subset of cards (``efaCardIndices``).
     """
-    from gpu_fabric.aws.catalog import BundledInstanceCatalog, UnknownInstanceTypeError
+    from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
+    from gpu_fabric.aws.catalog.types import UnknownInstanceTypeError
     from gpu_fabric.aws.efa import validate_plan
 
     interfaces = _interfaces(node_class)

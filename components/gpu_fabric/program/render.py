@@ -332,7 +332,8 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
                 registrations[f"{request.type}::{request.name}::state"] = (registered.id, registered.state)
             return response
 
-    from gpu_fabric.aws.catalog import BundledInstanceCatalog, use_catalog
+    from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
+    from gpu_fabric.aws.catalog.selection import use_catalog
 
     if offline_catalog:
         use_catalog(BundledInstanceCatalog())  # offline: instance facts from the bundled table, never EC2

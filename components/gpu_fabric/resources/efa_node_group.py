@@ -23,7 +23,7 @@ from gpu_fabric.aws.node_group import (
     plan_node_group,
 )
 from gpu_fabric.aws.user_data import to_base64, user_data_for_ami
-from gpu_fabric.aws.catalog import InstanceCatalog
+from gpu_fabric.aws.catalog.types import InstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface
 from gpu_fabric.resources.args import AwsNodesArgs, KubeletTopologyArgs, Required, ScalingArgs
 from gpu_fabric.resources.efa_network import refuse_domain_placement, register_efa_network

@@ -13,7 +13,7 @@ import pulumi
 import pulumi_aws as aws
 
 from gpu_fabric.aws import to_pulumi_kwargs
-from gpu_fabric.aws.catalog import InstanceCatalog
+from gpu_fabric.aws.catalog.types import InstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface
 from gpu_fabric.aws.karpenter import ec2_node_class, karpenter_findings, node_pool
 from gpu_fabric.aws.node_group import (

@@ -5,7 +5,7 @@ in ``opts`` (``aws.get_region`` through that provider), else the stack's ``aws:r
 ``aws:profile``. The source is logged with ``pulumi.log``. Without AWS credentials the bundled
 table answers, with a warning; with credentials present a failing call is an error, not a silent
 fallback to possibly stale facts. ``gpu-fabric render`` sets the bundled table with
-``catalog.use_catalog``, which this honours, so a render never calls EC2.
+``catalog.selection.use_catalog``, which this honours, so a render never calls EC2.
 """
 
 import copy
@@ -14,14 +14,11 @@ from typing import Any, Mapping, Optional, Sequence
 
 import pulumi
 
-from gpu_fabric.aws.catalog import (
-    BundledInstanceCatalog,
-    bundled_table_origin,
-    Ec2InstanceCatalog,
-    InstanceCatalog,
-    UnknownInstanceTypeError,
-    explicit_catalog,
-)
+from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
+from gpu_fabric.aws.catalog.ec2 import Ec2InstanceCatalog
+from gpu_fabric.aws.catalog.selection import explicit_catalog
+from gpu_fabric.aws.catalog.table import bundled_table_origin
+from gpu_fabric.aws.catalog.types import InstanceCatalog, UnknownInstanceTypeError
 
 
 class InstanceFactsError(RuntimeError):
