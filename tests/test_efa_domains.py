@@ -6,7 +6,9 @@ import shutil
 import pytest
 
 from gpu_fabric.cli import main
-from gpu_fabric.plan.efa_domains import DomainPool, derive_domains, describe_domain, domains_from_config
+from gpu_fabric.plan.efa_domains.derivation import DomainPool, derive_domains
+from gpu_fabric.plan.efa_domains.description import describe_domain
+from gpu_fabric.plan.efa_domains.from_config import domains_from_config
 from gpu_fabric.policies import efa_domain_placement
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.validation.configuration import load_config

@@ -94,7 +94,9 @@ def stack_domain_lines(stack: str, project: str) -> tuple[list[str], list[str]]:
     """The stack's fabric domains as paths (from its configuration alone) and the domains' instance types."""
     from pathlib import Path
 
-    from gpu_fabric.plan.efa_domains import describe_domain, domains_from_config, planned_security_group
+    from gpu_fabric.plan.efa_domains.description import describe_domain
+    from gpu_fabric.plan.efa_domains.from_config import domains_from_config
+    from gpu_fabric.plan.efa_domains.naming import planned_security_group
     from gpu_fabric.program.render import load_stack_config
     from gpu_fabric.config.fabric import CONFIG_NAMESPACE
     from gpu_fabric.validation.configuration import load_config

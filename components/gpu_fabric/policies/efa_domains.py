@@ -1,6 +1,6 @@
 """Policy: every EFA domain of the stack can carry its traffic (one AZ, one VPC, no P4d/P4de/DL1 mix).
 
-The domains are decided by :func:`gpu_fabric.plan.efa_domains.derive_domains` -- the function
+The domains are decided by :func:`gpu_fabric.plan.efa_domains.derivation.derive_domains` -- the function
 ``load_config`` runs before ``GpuFabric`` registers anything -- fed here from resource inputs, so a
 stack built from the components directly (``KueuePool``, ``EfaNodeGroup``, ``KVCache``,
 ``ModelDeployment``) is refused at preview exactly as a configuration is refused by ``render``:
@@ -23,15 +23,15 @@ from typing import Any, Mapping, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.plan.efa_domains import (
+from gpu_fabric.plan.efa_domains.derivation import (
     EC2_EFA_LIMITS,
     INSTANCE_TYPE_LABEL,
     DomainAnalysis,
+    DomainPlan,
     DomainPool,
-    EfaDomain,
     derive_domains,
-    describe_domain,
 )
+from gpu_fabric.plan.efa_domains.description import describe_domain
 from gpu_fabric.policies._props import (
     KUEUE_POOL_TYPE,
     NODE_GROUP_TYPE,
@@ -133,7 +133,7 @@ def node_group_security_groups(node_group: Resource, resources: Sequence[Resourc
     return siblings(template, resources, SECURITY_GROUP_TYPE)
 
 
-def _groups_by_pool(domain: EfaDomain, resources: Sequence[Resource]) -> dict[str, list[Resource]]:
+def _groups_by_pool(domain: DomainPlan, resources: Sequence[Resource]) -> dict[str, list[Resource]]:
     by_name = {r.name: r for r in resources if r.type == NODE_GROUP_TYPE}
     groups: dict[str, list[Resource]] = {}
     for pool in domain.pools:
@@ -152,7 +152,7 @@ def _groups_by_pool(domain: EfaDomain, resources: Sequence[Resource]) -> dict[st
     return groups
 
 
-def shared_security_groups(domain: EfaDomain, resources: Sequence[Resource]) -> tuple[list[Resource], dict[str, list[Resource]]]:
+def shared_security_groups(domain: DomainPlan, resources: Sequence[Resource]) -> tuple[list[Resource], dict[str, list[Resource]]]:
     """The stack's security groups on the EFA interfaces of every node group of the domain, and each pool's groups."""
     groups = _groups_by_pool(domain, resources)
     if not groups:

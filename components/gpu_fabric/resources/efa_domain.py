@@ -31,7 +31,7 @@ class EfaDomainArgs(TypedDict, total=False):
     """Inputs of ``EfaDomain``."""
 
     domain: Required[str]
-    """Name of the domain (``gpu_fabric.plan.efa_domains.EfaDomain.name``)."""
+    """Name of the domain (``gpu_fabric.plan.efa_domains.derivation.DomainPlan.name``)."""
     vpc_id: Required[pulumi.Input[str]]
     """The one VPC of the domain's node groups."""
     tags: dict[str, str]

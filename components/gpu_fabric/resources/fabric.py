@@ -8,7 +8,8 @@ from gpu_fabric.aws.karpenter import karpenter_findings
 from gpu_fabric.aws.node_group import NodeGroupInputError, node_labels, plan_node_group
 from gpu_fabric.gpustack.objects import gpustack_manifests
 from gpu_fabric.aws.catalog.types import InstanceCatalog
-from gpu_fabric.plan.efa_domains import domain_component_name, domains_from_config, shares_security_group
+from gpu_fabric.plan.efa_domains.from_config import domains_from_config
+from gpu_fabric.plan.efa_domains.naming import domain_component_name, shares_security_group
 from gpu_fabric.plan.fabric_plan import device_manager_args, efa_plugin_args, topology_agent_args
 from gpu_fabric.resources import efa_node_group, kv_cache, model_deployment
 from gpu_fabric.resources.args import DeploymentArgs, KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs, PoolArgs, Required

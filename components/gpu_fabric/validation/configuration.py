@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from gpu_fabric.gpustack.objects import gpustack_manifests
 from gpu_fabric.kube.kueue import pool_quotas
-from gpu_fabric.plan.efa_domains import domains_from_config
+from gpu_fabric.plan.efa_domains.from_config import domains_from_config
 from gpu_fabric.plan.fabric_plan import coverage_gaps, topology_agent_problems
 from gpu_fabric.validation.fabric_facts import advertiser_problems, instance_fact_problems
 from gpu_fabric.validation.pack_verdicts import pack_problems, policy_message, refusal_error

@@ -1,4 +1,4 @@
-"""Fabric domains: which pools exchange EFA (or RDMA) traffic, and over which transfer legs.
+"""Fabric domains derived: which pools exchange EFA (or RDMA) traffic, over which legs, and why one cannot.
 
 The KV cache of a disaggregated deployment moves between *different node groups*: the pools its
 roles run on (direct leg, prefill -> decode) and the pools whose nodes its Mooncake member groups
@@ -11,24 +11,21 @@ able to reach every other over EFA, which needs (EC2 rules, cited at :data:`EC2_
   allows all traffic to and from itself (a group that admits only its own node group keeps the
   cache members out).
 
-This module is pure: :func:`derive_domains` reads pool descriptions and the transfer analysis
+This module is pure: :func:`derive_domains` reads pool descriptions and the admission analysis
 (:func:`gpu_fabric.gpustack.admission_pipeline.analyze`), so the components and ``load_config`` (from the
-configuration, :func:`domains_from_config`), the policy pack (from resource inputs) and the CLI
-summaries all decide the same domains. Member-group selection reuses the scheduler's
+configuration, :mod:`gpu_fabric.plan.efa_domains.from_config`), the policy pack (from resource inputs) and
+the CLI summaries all decide the same domains. Member-group selection reuses the scheduler's
 ``nodeSelector`` rule from :mod:`gpu_fabric.kube.coverage`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Literal, Mapping, Optional, Sequence
 
-from gpu_fabric.kube.coverage import node_selector_matches
 from gpu_fabric.gpustack.admission_pipeline import TransferReport
 from gpu_fabric.gpustack.transfer_legs import FABRICS, MemberGrant, RoleGrant
-
-if TYPE_CHECKING:  # the spec package imports this module lazily, never the other way at import time
-    from gpu_fabric.config.fabric import FabricConfig
+from gpu_fabric.kube.coverage import node_selector_matches
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
@@ -111,8 +108,12 @@ class Leg:
 
 
 @dataclass(frozen=True)
-class EfaDomain:
-    """Pools that exchange fabric traffic, and the legs that join them."""
+class DomainPlan:
+    """Pools that exchange fabric traffic, and the legs that join them.
+
+    The plan of a domain; the Pulumi component that registers its shared security group is
+    :class:`gpu_fabric.resources.efa_domain.EfaDomain`.
+    """
 
     name: str
     """The first pool name in sort order: stable as long as that pool stays in the domain."""
@@ -152,10 +153,10 @@ class DomainFinding:
 class DomainAnalysis:
     """The domains of a stack and every reason one of them cannot work."""
 
-    domains: tuple[EfaDomain, ...] = ()
+    domains: tuple[DomainPlan, ...] = ()
     findings: tuple[DomainFinding, ...] = ()
 
-    def domain_of(self, pool: str) -> Optional[EfaDomain]:
+    def domain_of(self, pool: str) -> Optional[DomainPlan]:
         """The domain a pool belongs to, if any."""
         return next((d for d in self.domains if pool in d.pool_names), None)
 
@@ -346,7 +347,7 @@ def derive_domains(
         members = tuple(by_name[n] for n in names)
         fabrics = {p.fabric for p in members if p.fabric in FABRICS}
         domain_legs = tuple(leg for leg in legs if leg.source.pool in names)
-        domains.append(EfaDomain(names[0], fabrics.pop() if len(fabrics) == 1 else "mixed", members, domain_legs))
+        domains.append(DomainPlan(names[0], fabrics.pop() if len(fabrics) == 1 else "mixed", members, domain_legs))
 
     findings: list[DomainFinding] = []
     seen: set[tuple[str, str]] = set()
@@ -358,110 +359,3 @@ def derive_domains(
                 findings.append(finding)
     findings.extend(_unmatched_members(pools, report, role_path, member_path))
     return DomainAnalysis(tuple(domains), tuple(findings))
-
-
-# -- from a configuration ---------------------------------------------------------------------------
-
-
-def node_group_component_name(fabric_name: str, pool: str) -> str:
-    """Name of the ``EfaNodeGroup`` that ``GpuFabric`` registers for a pool."""
-    return f"{fabric_name}-{pool}-nodes"
-
-
-def shares_security_group(domain: EfaDomain) -> bool:
-    """Does ``GpuFabric`` give the domain one security group? EFA domains of two or more node groups.
-
-    A domain of one node group keeps that group's own security group (nothing to join), so such
-    stacks, and pools outside any domain, see no change.
-    """
-    return domain.fabric == "efa" and len(domain.node_group_pools) >= 2
-
-
-def planned_security_group(fabric_name: str, domain: EfaDomain) -> Optional[str]:
-    """The security group ``GpuFabric`` puts on the domain's EFA interfaces, as the summaries name it."""
-    if domain.fabric != "efa" or not domain.node_group_pools:
-        return None
-    if shares_security_group(domain):
-        return f"security group {domain_component_name(fabric_name, domain)}-sg"
-    own = node_group_component_name(fabric_name, domain.node_group_pools[0].name)
-    return f"security group {own}-efa-sg (the node group's own)"
-
-
-def domain_component_name(fabric_name: str, domain: EfaDomain) -> str:
-    """Name of the ``EfaDomain`` component ``GpuFabric`` registers for an EFA domain (its group: ``<name>-sg``)."""
-    return f"{fabric_name}-efa-domain-{domain.name}"
-
-
-def config_pools(config: "FabricConfig", fabric_name: str = "fabric") -> list[DomainPool]:
-    """Every pool of a validated configuration as a :class:`DomainPool` (config paths ``pools[i]``)."""
-    from gpu_fabric.aws.node_group import node_group_resource_name
-    from gpu_fabric.kube.coverage import PoolPlacement
-    from gpu_fabric.plan.fabric_plan import pool_placement_args
-
-    from gpu_fabric.config.markers import is_marker
-
-    def known(value: Optional[str]) -> Optional[str]:
-        # An Output given to GpuFabric (a marker while validating) is not compared with other pools.
-        return None if is_marker(value) else value
-
-    placements = {args["name"]: PoolPlacement.from_mapping(args) for args in pool_placement_args(config)}
-    pools = []
-    for i, pool in enumerate(config.pools):
-        aws = pool.aws
-        pools.append(DomainPool(
-            name=pool.name, fabric=pool.fabric, path=f"pools[{i}]",
-            labels=placements[pool.name].node_labels(),
-            instance_types=tuple(aws.instance_types) if aws else (),
-            availability_zone=known(aws.availability_zone) if aws else None,
-            vpc_id=known(aws.vpc_id) if aws else None,
-            subnet_id=known(aws.subnet_id) if aws else None,
-            efa_per_node=pool.interfaces_per_node if pool.fabric == "efa" else None,
-            # The EKS node group resource EfaNodeGroup registers (what `check` names from a render).
-            # Karpenter pools: the NodePool, which GpuFabric names after the pool.
-            node_group=(None if aws is None else pool.name if aws.is_karpenter
-                        else node_group_resource_name(node_group_component_name(fabric_name, pool.name))),
-            provided_by="NodePool" if aws is not None and aws.is_karpenter else "node group",
-        ))
-    return pools
-
-
-def domains_from_config(config: "FabricConfig", fabric_name: str = "fabric") -> DomainAnalysis:
-    """The domains of a validated configuration; findings name configuration paths."""
-    from gpu_fabric.gpustack.objects import gpustack_manifests
-    from gpu_fabric.gpustack.admission_pipeline import analyze
-
-    report = analyze(gpustack_manifests(config),
-                     manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},
-                     operator=config.gpustack_operator)
-    deployments = {(d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}
-    backends = {b.name: i for i, b in enumerate(config.kv_cache_backends)}
-    return derive_domains(
-        config_pools(config, fabric_name), report,
-        role_path=lambda g: f"modelDeployments[{deployments[(g.namespace, g.deployment)]}].roles[{g.role_index}]",
-        member_path=lambda m: f"kvCacheBackends[{backends[m.backend]}].connection.managed.members[{m.group_index}]",
-    )
-
-
-# -- in people's words -------------------------------------------------------------------------------
-
-
-def _pool_hop(pool: DomainPool) -> str:
-    if pool.node_group is None:
-        return f"pool {pool.name} -> nodes outside this stack"
-    efa = f", {pool.efa_per_node} EFA" if pool.efa_per_node is not None else ""
-    return (f"pool {pool.name} -> {pool.provided_by} {pool.node_group} "
-            f"({pool.availability_zone or 'AZ unknown'}, {pool.subnet_id or 'subnet unknown'}{efa})")
-
-
-def describe_domain(domain: EfaDomain, carried_by: Optional[str]) -> list[str]:
-    """The domain as paths: ``role -> pool -> node group (AZ, subnet, EFA) <-> members -> pool -> node group``.
-
-    ``carried_by`` says which security group carries the domain's traffic (``None``: not known).
-    """
-    pools = {pool.name: pool for pool in domain.pools}
-    lines = [f"{domain.fabric.upper()} domain {domain.name}: {len(domain.pools)} pool(s), "
-             f"{domain.availability_zone or 'AZ not known'}, {carried_by or 'security group not known'}"]
-    for leg in domain.legs:
-        lines.append(f"  {leg.kind:<6} {leg.source.who} -> {_pool_hop(pools[leg.source.pool])}")
-        lines.append(f"     <-> {leg.target.who} -> {_pool_hop(pools[leg.target.pool])}")
-    return lines
