@@ -51,7 +51,7 @@ def b200_values(tag: str | None) -> dict:
 def test_efa_plugin_v0_5_8_on_p6_b200_is_refused_at_the_image_tag():
     with pytest.raises(ConfigError) as caught:
         load_config(b200_values("v0.5.8"))
-    found = dict(caught.value.problems)
+    found = dict(caught.value.pairs)
     assert "v0.5.8 on pool gpustack--nvidia-b200-linux-amd64 (p6-b200.48xlarge) is below v0.5.10" in \
         found["devicePlugins.efa.imageTag"]
     assert "10 instead of 8" in found["devicePlugins.efa.imageTag"]
@@ -132,7 +132,7 @@ def efa_pools():
 def test_two_advertisers_on_one_pool_are_refused(efa_pools):
     plugin = _efa_plugin()
     dranet = _daemonset("aws-dranet", "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-dranet:v1.0.0")
-    findings = [f for f in advertiser_findings(efa_pools, [plugin, dranet]) if f.rule == "one-advertiser-per-nic"]
+    findings = [f for f in advertiser_findings(efa_pools, [plugin, dranet]) if f.rule_id == "one-advertiser-per-nic"]
     assert {f.pool for f in findings} == {pool.name for pool in efa_pools}
     assert "oversubscribes" in findings[0].message and EFA_DRA_DRIVER in findings[0].message
     assert not advertiser_findings(efa_pools, [plugin])

@@ -149,7 +149,7 @@ def test_an_output_where_a_plain_value_is_required_is_refused(mocks: Mocks, key:
 
     with pytest.raises(InvalidInputError) as caught:
         run(program)
-    assert caught.value.problems == [(key, f"must be a plain value, not an Output: {reason}")]
+    assert caught.value.pairs == [(key, f"must be a plain value, not an Output: {reason}")]
     assert mocks.inputs == {}
 
 
@@ -159,7 +159,7 @@ def test_an_output_namespace_of_a_kueue_pool_is_refused_not_a_type_error(mocks: 
 
     with pytest.raises(InvalidInputError) as caught:
         run(program)
-    assert caught.value.problems == [
+    assert caught.value.pairs == [
         ("namespaces[0]", "must be a plain value, not an Output: each namespace gets its own LocalQueue resource")]
 
 
@@ -244,8 +244,8 @@ def test_a_bottlerocket_node_group_refuses_a_cpu_option_it_has_no_setting_for(mo
 
     with pytest.raises(InvalidInputError) as caught:
         run(program)
-    assert [path for path, _ in caught.value.problems] == ["topology.cpuManagerPolicyOptions"]
-    assert "no Bottlerocket setting" in caught.value.problems[0][1]
+    assert [path for path, _ in caught.value.pairs] == ["topology.cpuManagerPolicyOptions"]
+    assert "no Bottlerocket setting" in caught.value.pairs[0][1]
 
 
 def test_one_output_as_two_pools_cluster_name_is_one_cluster(mocks: Mocks) -> None:

@@ -26,7 +26,7 @@ def aws_efa():
 def refusal(values):
     with pytest.raises(ConfigError) as caught:
         load_config(values)
-    return dict(caught.value.problems)
+    return dict(caught.value.pairs)
 
 
 def test_aws_efa_is_one_domain_joining_the_gpu_and_the_mooncake_pools():

@@ -64,7 +64,7 @@ def test_efa_pool_without_plugin_coverage_is_refused_with_its_path():
                             "interfacesPerNode": 1, "nodeCount": 1})
     with pytest.raises(ConfigError) as caught:
         load_config(values)
-    problems = dict(caught.value.problems)
+    problems = dict(caught.value.pairs)
     assert "vpc.amazonaws.com/efa.present" in problems["pools[2]"]
 
 
@@ -116,7 +116,7 @@ def test_standalone_pool_needs_something_to_meter():
     values["pools"].append({"name": "gpustack--generic-linux-amd64", "fabric": "none", "acceleratorsPerNode": 0, "nodeCount": 1})
     with pytest.raises(ConfigError) as caught:
         load_config(values)
-    assert "pools[1]" in dict(caught.value.problems)
+    assert "pools[1]" in dict(caught.value.pairs)
 
 
 def test_pool_topology_defaults_to_restricted_container():

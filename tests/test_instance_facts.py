@@ -43,7 +43,7 @@ def efa_values(**pool_changes) -> dict:
 def problems(values: dict) -> dict[str, str]:
     with pytest.raises(ConfigError) as caught:
         load_config(values)
-    return {path: message for path, message in caught.value.problems}
+    return {path: message for path, message in caught.value.pairs}
 
 
 def test_the_examples_agree_with_their_instances():
@@ -72,7 +72,7 @@ def _problems_or_none(values: dict) -> dict[str, str]:
     try:
         load_config(values)
     except ConfigError as error:
-        return dict(error.problems)
+        return dict(error.pairs)
     return {}
 
 

@@ -54,7 +54,7 @@ def _problems(config_values: dict) -> list[tuple[str, str]]:
     try:
         _check_node_groups(load_config(config_values), BundledInstanceCatalog())
     except ConfigError as error:
-        return list(error.problems)
+        return list(error.pairs)
     return []
 
 
@@ -365,7 +365,7 @@ def test_the_component_refuses_bad_arguments_at_the_property(changes, path):
 
     with pytest.raises(ConfigError) as raised:
         plan_karpenter_pool(_component_args(**changes), BundledInstanceCatalog(), default_name="p5en")
-    assert any(p.startswith(path) for p, _ in raised.value.problems), raised.value.problems
+    assert any(p.startswith(path) for p, _ in raised.value.pairs), raised.value.pairs
 
 
 def test_the_shared_validator_applies_kueues_cel_rules_too():

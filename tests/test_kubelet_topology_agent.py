@@ -138,7 +138,7 @@ def test_long_pool_names_still_make_valid_label_values() -> None:
 def problems(values: dict) -> dict[str, str]:
     with pytest.raises(ConfigError) as caught:
         load_config(values)
-    return dict(caught.value.problems)
+    return dict(caught.value.pairs)
 
 
 def test_a_pool_the_stack_provisions_cannot_opt_in() -> None:

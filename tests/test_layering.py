@@ -18,19 +18,20 @@ PACKAGE_DIR = Path(gpu_fabric.__file__).parent
 
 # Bottom to top. Folders of one rank may not import each other (cli, diff and verify are the commands).
 LAYERS: dict[str, int] = {
-    "config": 0,      # what the user writes: stack files, syntax, quantities, the models
-    "gpustack": 1,    # the operator's mirror: schemas, admission, transfer analysis, GPUStack objects
-    "kube": 2,        # node-side Kubernetes: topology rendering, device plugins, Kueue, coverage
-    "aws": 3,         # EC2 instance facts, the EFA planner, node-group inputs, user data
-    "plan": 4,        # what crosses domains: EFA domains, the fabric plan
-    "policies": 5,    # CrossGuard policies over the same pure analysis
-    "validation": 6,  # load_config: every rule, the pack's mandatory verdicts included
-    "resources": 7,   # thin Pulumi components
-    "": 8,            # the package root: the public API (lazy names)
-    "program": 9,     # the stack program, the offline render under mocks, the component provider
-    "diff": 10,
-    "verify": 10,
-    "cli": 11,
+    "findings": 0,    # the one shape of every verdict: Finding, Rule, field paths, severities
+    "config": 1,      # what the user writes: stack files, syntax, quantities, the models
+    "gpustack": 2,    # the operator's mirror: schemas, admission, transfer analysis, GPUStack objects
+    "kube": 3,        # node-side Kubernetes: topology rendering, device plugins, Kueue, coverage
+    "aws": 4,         # EC2 instance facts, the EFA planner, node-group inputs, user data
+    "plan": 5,        # what crosses domains: EFA domains, the fabric plan
+    "policies": 6,    # CrossGuard policies over the same pure analysis
+    "validation": 7,  # load_config: every rule, the pack's mandatory verdicts included
+    "resources": 8,   # thin Pulumi components
+    "": 9,            # the package root: the public API (lazy names)
+    "program": 10,    # the stack program, the offline render under mocks, the component provider
+    "diff": 11,
+    "verify": 11,
+    "cli": 12,
 }
 ISOLATED = {"kubelet_agent"}
 MAX_ROOT_MODULES = 3  # besides __init__.py

@@ -271,7 +271,7 @@ def elastic_md(*roles, engine="vLLM"):
 ])
 def test_validate_model_deployment_elastic_spec(name, spec, want):
     """TestValidateModelDeploymentElasticSpec: every wanted fragment appears in 'field message' of some error."""
-    found = elastic_findings(spec)
+    found = [(f.path, f.message) for f in elastic_findings(spec)]
     joined = "\n".join(f"{path} {message}" for path, message in found)
     if not want:
         assert found == [], joined
@@ -284,7 +284,7 @@ def test_validate_model_deployment_elastic_spec(name, spec, want):
 def test_validate_elastic_node_identity_env(env_name):
     """TestValidateElasticNodeIdentityEnv: exactly one refusal, on the entry's name."""
     found = elastic_findings(elastic_md(elastic_role(env=[{"name": env_name, "value": "override"}])))
-    assert [path for path, _ in found] == ["spec.roles[0].env[0].name"]
+    assert [f.path for f in found] == ["spec.roles[0].env[0].name"]
 
 
 @pytest.mark.parametrize("flag", ["--data-parallel-backend=mp", "--data-parallel-address=127.0.0.1",
@@ -292,21 +292,22 @@ def test_validate_elastic_node_identity_env(env_name):
 def test_elastic_native_bootstrap_flags(flag):
     """TestElasticNativeBootstrapFlags: each renderer-owned flag, in any spelling, is one refusal."""
     found = elastic_findings(elastic_md(elastic_role(extraArgs=[flag])))
-    assert [path for path, _ in found] == ["spec.roles[0].extraArgs"]
+    assert [f.path for f in found] == ["spec.roles[0].extraArgs"]
 
 
 def test_elastic_tensor_parallel_sets_the_card_count():
     """validateModelDeploymentElasticResources: each member takes exactly TP whole accelerators."""
     assert elastic_findings(elastic_md(elastic_role(extraArgs=["--tensor-parallel-size", "4"],
                                                     resources={"accelerator": "4"}))) == []
-    [(path, message)] = elastic_findings(elastic_md(elastic_role(extraArgs=["-tp=4"], resources={"accelerator": "2"})))
+    [(path, message)] = [(f.path, f.message) for f in
+                         elastic_findings(elastic_md(elastic_role(extraArgs=["-tp=4"], resources={"accelerator": "2"})))]
     assert path == "spec.roles[0].resources.accelerator"
     assert message == "each elastic member takes exactly 4 whole accelerators per Pod"
 
 
 def test_elastic_width_within_the_startup_ceiling():
     found = elastic_findings(elastic_md(elastic_role(elasticEp={"width": 8}, extraArgs=["--elastic-ep-max-dp-size=4"])))
-    assert found == [("spec.roles[0].elasticEp.width", "must not exceed the startup --elastic-ep-max-dp-size (4)")]
+    assert [(f.path, f.message) for f in found] == [("spec.roles[0].elasticEp.width", "must not exceed the startup --elastic-ep-max-dp-size (4)")]
 
 
 # ---- validateModelDeployment: the object-only rules, end to end through analyze() ---------------------------
@@ -436,7 +437,7 @@ def test_configuration_binding_to_a_mixed_transport_pool_is_refused_at_its_path(
         role["resources"].pop("interface")
     with pytest.raises(ConfigError) as refused:
         load_config(values)
-    problems = dict(refused.value.problems)
+    problems = dict(refused.value.pairs)
     assert list(problems) == ["modelDeployments[0].kvCache.poolRef.name"]
     assert 'this pool offers ["efa" "tcp"]' in problems["modelDeployments[0].kvCache.poolRef.name"]
 
@@ -455,7 +456,7 @@ def test_configuration_elastic_profile_reaches_the_manifest_and_its_rules():
     deployment["roles"][0]["replicas"] = 2
     with pytest.raises(ConfigError) as refused:
         load_config(values)
-    assert dict(refused.value.problems) == {
+    assert dict(refused.value.pairs) == {
         "modelDeployments[0].roles[0].replicas":
             "the elastic-EP profile is one serving instance; width, not replicas, sizes the collective"}
 
@@ -581,7 +582,7 @@ def test_configuration_pool_and_binding_rules_at_their_paths(change, path, fragm
     change(values)
     with pytest.raises(ConfigError) as refused:
         load_config(values)
-    problems = dict(refused.value.problems)
+    problems = dict(refused.value.pairs)
     assert path in problems and fragment in problems[path], problems
 
 

@@ -205,7 +205,7 @@ def test_pin_names_full_commits():
 def config_problems(values):
     with pytest.raises(ConfigError) as caught:
         load_config(values)
-    return dict(caught.value.problems)
+    return dict(caught.value.pairs)
 
 
 def test_engine_image_in_configuration_is_refused_at_the_pin_with_what_to_write_instead():
@@ -305,11 +305,11 @@ def test_every_field_the_configuration_model_writes_is_a_field_of_the_operators_
     found = validate_objects(manifests, profile)
     errors = [f for f in found if f.severity == "error"]
     for error in errors:  # each refusal is a field this line lacks, saying what to write instead
-        note = profile.hint(error.kind, re.sub(r"\[\d+\]", "", error.path))
+        note = profile.hint(error.subject.kind, re.sub(r"\[\d+\]", "", error.path))
         assert note is not None and note.note.replace("{version}", profile.assumed) in error.message, str(error)
     later = {("ModelDeployment", f"spec.roles.resources.{name}") for name in ("cpu", "ram", "localStorage")} | {
         ("ModelDeployment", "spec.kvTransfer.backend"), ("KVCacheBackend", "spec.connection.managed.leader.electionBackend")}
     expected = {"0.11": set(), "main@5cfac77b": later | {("ModelDeployment", "spec.engine.image")}}.get(profile.line, later)
-    assert {(e.kind, re.sub(r"\[\d+\]", "", e.path)) for e in errors} == expected
+    assert {(e.subject.kind, re.sub(r"\[\d+\]", "", e.path)) for e in errors} == expected
     assert all(f.message.startswith(f"not confirmed for {profile.assumed}") for f in found if f.severity == "warning")
     assert manifests[0]["spec"]["roles"][0]["additionalVolumes"][1] == {"mountPath": "/s", "secret": {"name": "token"}}

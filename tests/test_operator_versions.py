@@ -48,7 +48,7 @@ def errors(report):
 def config_problems(values):
     with pytest.raises(ConfigError) as caught:
         load_config(values)
-    return dict(caught.value.problems)
+    return dict(caught.value.pairs)
 
 
 # ---- naming a version ---------------------------------------------------------------------------------------

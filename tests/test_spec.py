@@ -11,7 +11,7 @@ from stack_configs import seed_values
 def problems(values):
     with pytest.raises(ConfigError) as caught:
         load_config(values)
-    return dict(caught.value.problems)
+    return dict(caught.value.pairs)
 
 
 def test_seed_configuration_is_valid():

@@ -170,7 +170,7 @@ def rdma_pools() -> list[FabricPool]:
 
 def _findings(pools, pod_spec, kind="Deployment"):
     report = judge_workloads([_wrap(kind, pod_spec)], pools)
-    return {(f.severity, f.rule): f for f in report.findings}, report
+    return {(f.severity, f.rule_id): f for f in report.findings}, report
 
 
 def _with_container(**changes) -> dict:
@@ -192,7 +192,7 @@ def test_efa_without_hugepages_is_refused(efa_pools):
     spec = _pod_spec()
     del spec["containers"][0]["resources"]["limits"]["hugepages-2Mi"]
     finding = _findings(efa_pools, spec)[0][(ERROR, "efa-hugepages")]
-    assert finding.path == 'spec.template.spec.containers[0].resources.limits["vpc.amazonaws.com/efa"]'
+    assert str(finding.path) == 'spec.template.spec.containers[0].resources.limits["vpc.amazonaws.com/efa"]'
 
 
 @pytest.mark.parametrize("tls, refused", [("tcp,cuda_copy", True), ("srd,cuda_copy,tcp", False), ("^tcp", False),
@@ -241,7 +241,7 @@ def test_nixl_without_a_fabric_key_falls_back_to_tcp(efa_pools):
 def test_efa_environment_rules(efa_pools, name, value, rule):
     spec = _with_container(env=[{"name": name, "value": value}])
     finding = _findings(efa_pools, spec)[0][(ERROR, rule)]
-    assert finding.path == "spec.template.spec.containers[0].env[0]"
+    assert str(finding.path) == "spec.template.spec.containers[0].env[0]"
     assert not _findings(efa_pools, _with_container(env=[{"name": "FI_PROVIDER", "value": "efa"}]))[0]
 
 
@@ -255,7 +255,7 @@ def test_device_manager_owned_nccl_ib_hca(rdma_pools):
 def test_infiniband_host_path(efa_pools):
     spec = _pod_spec(volumes=[{"name": "ib", "hostPath": {"path": "/dev/infiniband"}}])
     spec["containers"][0]["volumeMounts"] = [{"name": "ib", "mountPath": "/dev/infiniband"}]
-    assert _findings(efa_pools, spec)[0][(ERROR, "advertiser-owned-devices")].path == \
+    assert str(_findings(efa_pools, spec)[0][(ERROR, "advertiser-owned-devices")].path) == \
         "spec.template.spec.containers[0].volumeMounts[0]"
 
 
@@ -268,7 +268,7 @@ def test_nixl_side_channel_host_left_at_localhost_is_advisory(efa_pools):
     spec = _pod_spec()
     spec["containers"][0]["env"] = []
     finding = _findings(efa_pools, spec)[0][(WARNING, "nixl-side-channel-host")]
-    assert finding.path == "spec.template.spec.containers[0].command[3]" and "unset (localhost)" in finding.message
+    assert str(finding.path) == "spec.template.spec.containers[0].command[3]" and "unset (localhost)" in finding.message
     spec["containers"][0]["env"] = [{"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "localhost"}]
     assert (WARNING, "nixl-side-channel-host") in _findings(efa_pools, spec)[0]
     sglang = _pod_spec()
@@ -324,5 +324,5 @@ def test_a_fabric_key_on_a_pool_without_fabric_is_refused():
     pool = FabricPool.of("gpustack--nvidia-a10g-linux-amd64", "none", {"kubernetes.io/arch": "amd64"})
     spec = {"containers": [{"name": "c", "resources": {"limits": {"vpc.amazonaws.com/efa": "1", "hugepages-2Mi": "1Gi"}}}]}
     report = judge_workloads([_wrap("Pod", spec)], [pool])
-    assert [(f.rule, f.pool) for f in report.findings] == [("fabric-key-advertised", pool.name)]
+    assert [(f.rule_id, f.pool) for f in report.findings] == [("fabric-key-advertised", pool.name)]
     assert "nothing advertises on pool gpustack--nvidia-a10g-linux-amd64 (fabric: none)" in report.findings[0].message

@@ -18,11 +18,11 @@ your own nodes the stack has no instance facts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from gpu_fabric.aws.catalog.types import GpuFacts, InstanceFacts
 from gpu_fabric.config.instance_type_names import instance_type_name, manufacturer_of, parse_instance_type_name
+from gpu_fabric.findings import Finding, Rule
 
 # EC2's ProcessorInfo.SupportedArchitectures -> kubernetes.io/arch (GOARCH spelling, as the kubelet
 # labels nodes). i386 appears beside x86_64 on some small types and never names a node's arch.
@@ -37,12 +37,15 @@ _GPU_INFO_MANUFACTURERS = ("nvidia", "amd")
 _AMI_ARCH_MARKERS = (("ARM_64", "arm64"), ("x86_64", "amd64"))
 
 
-@dataclass(frozen=True)
-class InstanceFactFinding:
-    """One disagreement: ``field`` of the pool (``name``, ``acceleratorsPerNode``, ``aws.amiType``)."""
+POOL_INSTANCE_FACTS = Rule(
+    "pool-instance-facts",
+    "a pool's InstanceType name, manufacturer, acceleratorsPerNode and AMI agree with its instance types' EC2 facts",
+    "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypes.html", policy="pool-instance-facts")
+"""Findings name the pool's field (``name``, ``acceleratorsPerNode``, ``aws.amiType``), relative to the pool."""
 
-    field: str
-    message: str
+
+def _finding(field: str, message: str) -> Finding:
+    return Finding.of(POOL_INSTANCE_FACTS, field, message)
 
 
 def kubernetes_arch(facts: InstanceFacts) -> str | None:
@@ -103,7 +106,7 @@ def _name_findings(name: str, facts: InstanceFacts) -> list[str]:
     return problems
 
 
-def pool_instance_findings(pool: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]) -> list[InstanceFactFinding]:
+def pool_instance_findings(pool: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]) -> list[Finding]:
     """Every disagreement between a pool and the facts of its node group's instance types.
 
     ``pool`` is camelCase (``name``, ``acceleratorsPerNode``, ``manufacturer``, ``aws.instanceTypes``,
@@ -120,7 +123,7 @@ def pool_instance_findings(pool: Mapping[str, Any], items: Mapping[str, Mapping[
     accelerators = pool.get("acceleratorsPerNode")
     ami_type = aws.get("amiType") if isinstance(aws.get("amiType"), str) else None
     parsed = parse_instance_type_name(name)
-    findings: list[InstanceFactFinding] = _mixed_hardware_findings(_strings(aws.get("instanceTypes")), items)
+    findings: list[Finding] = _mixed_hardware_findings(_strings(aws.get("instanceTypes")), items)
     for instance_type in _strings(aws.get("instanceTypes")):
         if instance_type not in items:
             continue
@@ -130,22 +133,22 @@ def pool_instance_findings(pool: Mapping[str, Any], items: Mapping[str, Mapping[
         operator = f"; the operator would derive {derived}" if derived else ""
         name_problems = _name_findings(name, facts)
         if name_problems:
-            findings.append(InstanceFactFinding("name", f"{'; '.join(name_problems)}: {has}{operator}, "
+            findings.append(_finding("name", f"{'; '.join(name_problems)}: {has}{operator}, "
                                                         f"so InstanceType {name} would never appear"))
         vendors = {gpu.manufacturer.lower() for gpu in facts.gpus}
         if isinstance(raw_manufacturer, str) and vendors and raw_manufacturer not in vendors:
-            findings.append(InstanceFactFinding("manufacturer", f"{raw_manufacturer}, but {has}{operator}"))
+            findings.append(_finding("manufacturer", f"{raw_manufacturer}, but {has}{operator}"))
         if isinstance(accelerators, int) and not isinstance(accelerators, bool) and accelerators != facts.gpu_count \
                 and (facts.gpus or (manufacturer in _GPU_INFO_MANUFACTURERS)):
-            findings.append(InstanceFactFinding("acceleratorsPerNode", f"{accelerators} per node, but {has}"))
+            findings.append(_finding("acceleratorsPerNode", f"{accelerators} per node, but {has}"))
         arch = kubernetes_arch(facts)
         ami_arch = next((value for marker, value in _AMI_ARCH_MARKERS if ami_type and marker in ami_type), None)
         if arch is not None and ami_arch is not None and ami_arch != arch:
-            findings.append(InstanceFactFinding("aws.amiType", f"{ami_type} is built for {ami_arch}, but {has}"))
+            findings.append(_finding("aws.amiType", f"{ami_type} is built for {ami_arch}, but {has}"))
     return findings
 
 
-def _mixed_hardware_findings(instance_types: Sequence[str], items: Mapping[str, Mapping[str, Any]]) -> list[InstanceFactFinding]:
+def _mixed_hardware_findings(instance_types: Sequence[str], items: Mapping[str, Mapping[str, Any]]) -> list[Finding]:
     """A pool is one GPUStack InstanceType, and GPUStack derives that name from the hardware it finds: instance
     types whose accelerator model or architecture differ would appear as several InstanceTypes, and the pool's
     name, quota and device plugins could fit only one of them."""
@@ -158,7 +161,7 @@ def _mixed_hardware_findings(instance_types: Sequence[str], items: Mapping[str, 
     if len(derived) < 2:
         return []
     described = "; ".join(f"{'; '.join(facts)} (the operator would derive {name})" for name, facts in derived.items())
-    return [InstanceFactFinding("aws.instanceTypes",
+    return [_finding("aws.instanceTypes",
                                 f"one pool's instance types must be one GPUStack InstanceType, but {described}")]
 
 

@@ -84,11 +84,8 @@ def run(args: argparse.Namespace) -> int:
                 violations = run_policies(ALL_POLICIES, resources, not_applicable=skipped)
             quiet = getattr(args, "quiet", False)
             # --quiet leaves out the domain listing; a policy that could not decide is still said.
-            text = report(stack, len(resources), len(ALL_POLICIES), violations,
-                          () if quiet else describe_stack_domains(resources), skipped)
-            if args.preview:
-                text = text.replace(" policies", " policies (preview over gRPC: ids and names of new resources unknown)", 1)
-            print(text)
+            print(report(stack, len(resources), len(ALL_POLICIES), violations,
+                         () if quiet else describe_stack_domains(resources), skipped, preview=args.preview))
             refused = refused or any(v.mandatory for v in violations)
     return EXIT_FINDINGS if refused else EXIT_OK
 
@@ -112,12 +109,17 @@ def _resource_label(urn: str) -> str:
     return f"{parts[-1]} ({parts[-2].split('$')[-1]})" if len(parts) >= 4 else urn
 
 
+PREVIEW_NOTE = " (preview over gRPC: ids and names of new resources unknown)"
+
+
 def report(stack: str, resource_count: int, policy_count: int, violations: Sequence,
-           domains: Sequence[str] = (), not_applicable: Sequence = ()) -> str:
+           domains: Sequence[str] = (), not_applicable: Sequence = (), preview: bool = False) -> str:
     """The stack's fabric domains as paths, then violations grouped by policy: severity,
-    enforcement, then one line per resource and message."""
+    enforcement, then one line per resource and message. ``preview``: the pack ran over gRPC on a
+    render whose new resources' ids and names are unknown, and the heading says so."""
     mandatory = sum(1 for v in violations if v.mandatory)
-    lines = [f"stack {stack}: {resource_count} resources checked against {policy_count} policies", *domains]
+    heading = f"stack {stack}: {resource_count} resources checked against {policy_count} policies"
+    lines = [heading + (PREVIEW_NOTE if preview else ""), *domains]
     groups: dict[str, list] = {}
     for violation in violations:
         groups.setdefault(violation.policy, []).append(violation)

@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any, Mapping, TextIO
 
-from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_command
+from gpu_fabric.cli.conventions import EXIT_OK, EXIT_USAGE, add_command
 
 
 def register(subparsers: Any) -> None:
@@ -134,14 +134,13 @@ def run(args: argparse.Namespace) -> int:
         from gpu_fabric.config.stack_file import StackFileError
         from gpu_fabric.program.project import ProjectError
         from gpu_fabric.program.render import StackNotFoundError
-        from gpu_fabric.validation.pack_verdicts import PackRefusalError
 
         try:
             lines, domain_types = stack_domain_lines(args.stack, args.project)
         except (ConfigError, StackNotFoundError, StackFileError, ProjectError) as error:
             print(f"gpu-fabric efa-info: stack {args.stack}: {error}", file=sys.stderr)
             # A mandatory policy's refusal is a violation (1); anything else is unusable input (2).
-            return EXIT_FINDINGS if isinstance(error, PackRefusalError) else EXIT_USAGE
+            return error.exit_code if isinstance(error, ConfigError) else EXIT_USAGE
         if not getattr(args, "quiet", False):
             print("\n".join(lines))
             print("")

@@ -169,9 +169,9 @@ def format_report(report: TransferReport, read: int, skipped: int, sources: dict
     """Findings first (each naming its object and, when known, its file), then the grants."""
     lines = [f"read {read} GPUStack objects ({skipped} other objects passed over)"]
     for finding in report.findings:
-        source = (sources or {}).get(finding.object_ref)
+        source = (sources or {}).get(str(finding.subject))
         where = f" ({source})" if source else ""
-        lines.append(f"{finding.severity.upper()} {finding.object_ref} {finding.path}: {finding.message}{where}")
+        lines.append(f"{finding.severity.upper()} {finding.subject} {finding.path}: {finding.message}{where}")
     for grant in report.role_grants:
         keys = ", ".join(f"{key}: {value}" for key, value in grant.resources.items())
         lines.append(f"grant ModelDeployment {grant.namespace}/{grant.deployment} role {grant.role} "

@@ -52,7 +52,7 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     from gpu_fabric.config.base import ConfigError
     from gpu_fabric.config.stack_file import StackFileError
     from gpu_fabric.kube.advertisers import advertiser_findings
-    from gpu_fabric.kube.workloads import WorkloadShapeError, judge_workloads, object_ref
+    from gpu_fabric.kube.workloads import WorkloadShapeError, judge_workloads, object_ref, pool_finding_line
     from gpu_fabric.program.render import StackNotFoundError
     from gpu_fabric.plan.fabric_plan import stack_device_plugin_daemonsets
     from gpu_fabric.validation.fabric_facts import stack_fabric_pools
@@ -66,7 +66,7 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
         print(f"gpu-fabric lint: {error}", file=sys.stderr)
         return EXIT_USAGE
     pools = stack_fabric_pools(config)
-    sources = {object_ref(manifest): source for manifest, source in read}
+    sources = {str(object_ref(manifest)): source for manifest, source in read}
     manifests = [manifest for manifest, _ in read]
     shape_problems = []
     for manifest, source in read:
@@ -85,20 +85,19 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     # The stack's own plugins count unless the files carry them (a render's k8s/ output): once, as the files have them.
     own = [d for d in stack_device_plugin_daemonsets(config) if object_ref(d) not in in_files]
     advertisers = advertiser_findings(pools, [*own, *files_daemonsets])
-    own_refs = {object_ref(daemonset) for daemonset in own}
+    own_refs = {str(object_ref(daemonset)) for daemonset in own}
 
     lines = [f"stack {stack}: {len(pools)} pools ({', '.join(f'{p.name} ({p.fabric})' for p in pools)})"]
     for finding in report.findings:
-        lines.append(f"{finding.severity.upper()} {sources.get(finding.object_ref, '?')}: {finding.object_ref} "
-                     f"{finding.path} (pool {finding.pool}): {finding.message} [{finding.rule}]")
+        lines.append(f"{str(finding.severity).upper()} {sources.get(str(finding.subject), '?')}: {pool_finding_line(finding)}")
     for advertiser in advertisers:
-        source = sources.get(advertiser.object_ref) or (f"stack {stack}" if advertiser.object_ref in own_refs else "?")
-        lines.append(f"{advertiser.severity.upper()} {source}: {advertiser.object_ref} {advertiser.path} (pool {advertiser.pool}): "
-                     f"{advertiser.message} [{advertiser.rule}]")
+        subject = str(advertiser.subject)
+        source = sources.get(subject) or (f"stack {stack}" if subject in own_refs else "?")
+        lines.append(f"{str(advertiser.severity).upper()} {source}: {pool_finding_line(advertiser)}")
     for ref, path, why in report.not_judged:
         lines.append(f"NOT JUDGED {sources.get(ref, '?')}: {ref} {path}: {why}")
-    errors = len(report.errors) + sum(1 for f in advertisers if f.severity == "error")
-    warnings = len(report.warnings) + sum(1 for f in advertisers if f.severity == "warning")
+    errors = len(report.errors) + sum(1 for f in advertisers if f.is_error)
+    warnings = len(report.warnings) + sum(1 for f in advertisers if not f.is_error)
     lines.append(f"{len(report.judged)} pod templates judged, {len(report.not_judged)} not judged, "
                  f"{report.device_plugins} device-plugin DaemonSets checked as advertisers, "
                  f"{report.passed_over} objects of other kinds passed over; "

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_command
+from gpu_fabric.cli.conventions import EXIT_OK, EXIT_USAGE, add_command
 
 MANIFEST_DIR = "k8s"
 RESOURCES_FILE = "resources.json"
@@ -84,15 +84,12 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
     from gpu_fabric.program.render import ProjectError, StackNotFoundError, StackProgramError, render_stack
     from gpu_fabric.config.base import ConfigError
     from gpu_fabric.config.stack_file import StackFileError
-    from gpu_fabric.validation.pack_verdicts import PackRefusalError
 
     try:
         return render_stack(stack, project, preview=preview)
-    except PackRefusalError as error:
-        print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
-        return EXIT_FINDINGS
     except ConfigError as error:
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
+        return error.exit_code
     except (StackNotFoundError, ProjectError) as error:
         print(f"gpu-fabric: {error}", file=sys.stderr)
     except StackProgramError as error:

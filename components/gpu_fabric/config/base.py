@@ -12,12 +12,13 @@ import math
 import re
 import types
 import typing
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from gpu_fabric.config.suggestions import did_you_mean
+from gpu_fabric.findings import EXIT_POLICY_REFUSAL, EXIT_UNUSABLE_INPUT, FieldPath, Finding, Rule
 
 # Every number crosses Pulumi's wire as a double (google.protobuf.Value), so a larger integer
 # arrives changed; no count or size of a fabric comes anywhere near it.
@@ -74,14 +75,15 @@ def _boolean_for_number(annotation: Any, value: Any) -> bool:
     return False
 
 
-def number_problems(value: Any, location: Sequence[Any] = ()) -> Iterable[tuple[str, str]]:
+def number_problems(value: Any, location: Sequence[Any] = ()) -> Iterable[Finding]:
     """Numbers no configuration may hold, by path: NaN, infinities, and integers beyond 2**53."""
     if isinstance(value, bool):
         return
     if isinstance(value, float) and not math.isfinite(value):
-        yield format_path(location), f"{value!r} is not a finite number"
+        yield Finding.of(CONFIGURATION, FieldPath.from_location(location), f"{value!r} is not a finite number")
     elif isinstance(value, (int, float)) and abs(value) > MAX_EXACT_INTEGER:
-        yield format_path(location), f"{value:g} is too large (numbers beyond 2**53 do not survive Pulumi's wire)"
+        yield Finding.of(CONFIGURATION, FieldPath.from_location(location),
+                         f"{value:g} is too large (numbers beyond 2**53 do not survive Pulumi's wire)")
     elif isinstance(value, dict):
         for key, item in value.items():
             yield from number_problems(item, [*location, key])
@@ -101,18 +103,78 @@ def format_path(location: Sequence[Any]) -> str:
     return path or "<root>"
 
 
-class ConfigError(ValueError):
-    """One or more configuration problems, each tied to the field path that caused it."""
+CONFIGURATION = Rule(
+    "configuration", "every field of the configuration (or of a component's arguments) has a value it takes",
+    source="components/gpu_fabric/config (the spec models)")
+"""The rule of the configuration's own fields: types, ranges, names, unknown keys. A refusal is unusable input."""
 
-    def __init__(self, problems: Iterable[tuple[str, str]]):
-        self.problems: list[tuple[str, str]] = sorted(set(problems))
+Problem = Union[Finding, tuple[str, str]]
+"""A configuration problem: a :class:`~gpu_fabric.findings.Finding`, or ``(path, message)`` for one of
+:data:`CONFIGURATION`."""
+
+
+def as_finding(problem: Problem) -> Finding:
+    """``problem`` as a finding (a ``(path, message)`` pair is one of :data:`CONFIGURATION`)."""
+    if isinstance(problem, Finding):
+        return problem
+    path, message = problem
+    return Finding.of(CONFIGURATION, path, message)
+
+
+def problem_text(finding: Finding) -> str:
+    """How a configuration problem reads after its path: the message, and the policy of the pack that
+    refuses the same thing at preview (``... (policy fabric-pool-topology)``) when one does."""
+    if finding.is_policy_refusal and finding.policy:
+        return f"{finding.message} (policy {finding.policy})"
+    return finding.message
+
+
+def path_text(finding: Finding) -> str:
+    """The finding's configuration path as printed (``<root>`` for the configuration as a whole)."""
+    return str(finding.path) or "<root>"
+
+
+class ConfigError(ValueError):
+    """One or more configuration problems (:class:`~gpu_fabric.findings.Finding`), each at the field path
+    that caused it.
+
+    Its exit status is a property of its findings (:attr:`exit_code`): 1 when a mandatory policy of the pack
+    refuses every one of them (well-formed input, refused as the pack would refuse it at preview), else 2.
+    """
+
+    def __init__(self, problems: Iterable[Problem]):
+        unique: dict[tuple[str, str], Finding] = {}
+        for problem in problems:
+            finding = as_finding(problem)
+            unique.setdefault((path_text(finding), problem_text(finding)), finding)
+        self.problems: list[Finding] = [unique[key] for key in sorted(unique)]
         super().__init__(self.describe())
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """``(path, message)`` of every problem, as :meth:`describe` prints them."""
+        return [(path_text(finding), problem_text(finding)) for finding in self.problems]
 
     def describe(self) -> str:
         """Return one line per problem: ``path: message``."""
-        lines = [f"{path}: {message}" for path, message in self.problems]
+        lines = [f"{path}: {message}" for path, message in self.pairs]
         heading = "invalid gpu-fabric configuration"
         return heading + (":\n  " + "\n  ".join(lines) if lines else "")
+
+    @property
+    def is_policy_refusal(self) -> bool:
+        """Every problem is an error a mandatory policy of the pack refuses (:attr:`Finding.is_policy_refusal`)."""
+        return bool(self.problems) and all(finding.is_policy_refusal for finding in self.problems)
+
+    @property
+    def exit_code(self) -> int:
+        """1 for a refusal by mandatory policies alone, 2 for unusable input."""
+        return EXIT_POLICY_REFUSAL if self.is_policy_refusal else EXIT_UNUSABLE_INPUT
+
+    @property
+    def policies(self) -> list[str]:
+        """The refusing policies' names, sorted."""
+        return sorted({finding.policy for finding in self.problems if finding.is_policy_refusal and finding.policy})
 
     @classmethod
     def from_validation_error(cls, error: ValidationError, prefix: Sequence[Any] = (),
@@ -129,7 +191,7 @@ class ConfigError(ValueError):
                 word = item["loc"][-1]
                 if isinstance(word, str):
                     message += did_you_mean(word, field_names_at(model, item["loc"][:-1]))
-            problems.append((format_path(location), message))
+            problems.append(Finding.of(CONFIGURATION, FieldPath.from_location(location), message))
         return cls(problems)
 
 

@@ -27,7 +27,7 @@ The device keys each leg renders, and what Mooncake member groups request, are
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from gpu_fabric.config.instance_type_names import manufacturer_of
@@ -37,7 +37,8 @@ from gpu_fabric.gpustack.admission import object_admission_findings
 from gpu_fabric.gpustack.admission.common import ENGINE_VLLM, engine_name, spec_of
 from gpu_fabric.gpustack.admission.kv_cache_pool import pool_backend_findings
 from gpu_fabric.gpustack.admission.kv_cache_pool_binding import bindings_among
-from gpu_fabric.gpustack.findings import Finding
+from gpu_fabric.findings import Finding, ObjectRef, Severity
+from gpu_fabric.gpustack.rules import MODEL_DEPLOYMENT_ADMISSION
 from gpu_fabric.gpustack.operator_pin import API_GROUP
 from gpu_fabric.gpustack.profiles import Profile, default_profile, profile_for
 from gpu_fabric.gpustack.schema import validate_object
@@ -72,12 +73,12 @@ class TransferReport:
     @property
     def errors(self) -> tuple[Finding, ...]:
         """Findings the operator would refuse at admission."""
-        return tuple(f for f in self.findings if f.severity == "error")
+        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
 
     @property
     def warnings(self) -> tuple[Finding, ...]:
         """Findings the operator would admit with a warning."""
-        return tuple(f for f in self.findings if f.severity == "warning")
+        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
 
     @property
     def ok(self) -> bool:
@@ -118,9 +119,10 @@ def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, finding
         schema_findings = validate_object(obj, profile)
         if kind in ("ModelDeployment", "KVCachePoolBinding") and not meta.get("namespace"):
             # Namespaced objects without a namespace land in the default one, as kubectl applies them.
-            schema_findings = [replace(f, namespace=default_namespace) for f in schema_findings]
+            schema_findings = [f.about(ObjectRef(f.subject.kind, f.subject.name, default_namespace)) if f.subject else f
+                               for f in schema_findings]
         findings.extend(schema_findings)
-        if any(f.severity == "error" for f in schema_findings):
+        if any(f.is_error for f in schema_findings):
             continue
         if kind == "ModelDeployment":
             # Judged once every pool, binding and backend is indexed: its interface requests resolve through them.
@@ -202,7 +204,8 @@ def _interface_requests(
         return
 
     def refuse(role_index: int, message: str) -> None:
-        findings.append(Finding("ModelDeployment", name, f"spec.roles[{role_index}].resources.interface", message, namespace))
+        findings.append(Finding.of(MODEL_DEPLOYMENT_ADMISSION, f"spec.roles[{role_index}].resources.interface", message,
+                                   subject=ObjectRef("ModelDeployment", name, namespace)))
 
     protocols: list[str] = []
     backend_name: str | None = None
@@ -262,7 +265,8 @@ def _pool_transport(deployment: Mapping[str, Any], namespace: str, resolver: _Re
         refusal = validate_binding_transport(inject_engine(engine_name(spec), manufacturer), offers)
         if refusal:
             # field.Forbidden on spec.kvCache.poolRef.name; the first refusal ends the check.
-            findings.append(Finding("ModelDeployment", name, "spec.kvCache.poolRef.name", refusal, namespace))
+            findings.append(Finding.of(MODEL_DEPLOYMENT_ADMISSION, "spec.kvCache.poolRef.name", refusal,
+                                       subject=ObjectRef("ModelDeployment", name, namespace)))
             return
 
 
@@ -291,7 +295,7 @@ def _analyze_deployment(
     decided = object_admission_findings(deployment, namespace,
                                         lambda spec: resolver.profile.engine_rule(spec, resolver.profile))
     findings.extend(decided)
-    if any(finding.severity == "error" for finding in decided):
+    if any(finding.is_error for finding in decided):
         return
     before = len(findings)
     _interface_requests(deployment, namespace, resolver, findings, grants)

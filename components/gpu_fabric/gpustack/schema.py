@@ -36,7 +36,8 @@ import yaml
 
 from gpu_fabric.config.constants import AGGREGATED_VERSION, API_VERSIONS, SERVED_CRD_VERSION
 from gpu_fabric.gpustack.operator_pin import API_GROUP
-from gpu_fabric.gpustack.findings import Finding
+from gpu_fabric.findings import Finding, ObjectRef, Severity
+from gpu_fabric.gpustack.rules import GPUSTACK_CRD_SCHEMA
 from gpu_fabric.gpustack.profiles import Profile, default_profile, pin_profile
 from gpu_fabric.config.shapes import mapping_at
 
@@ -163,12 +164,14 @@ def validate_object(obj: Mapping[str, Any], profile: Profile | None = None) -> l
                                     f"and the operator's aggregated API serves {AGGREGATED_VERSION}"))
     schema = openapi_schema(kind, profile)
     if schema is None:
-        return [Finding(kind or "<no kind>", name, "kind", f"no schema of {API_GROUP} kind {kind!r} is bundled "
-                        f"(known: {', '.join(sorted(SCHEMA_FILES))}); it was not validated", namespace, "warning")]
+        unnamed = ObjectRef(kind or "<no kind>", name, str(namespace) if namespace else None)
+        return [Finding.of(GPUSTACK_CRD_SCHEMA, "kind", f"no schema of {API_GROUP} kind {kind!r} is bundled "
+                           f"(known: {', '.join(sorted(SCHEMA_FILES))}); it was not validated",
+                           severity=Severity.WARNING, subject=unnamed)]
     if not name:
         found.append(("metadata.name", "Required value: every object needs a name"))
     _check(obj, schema, "", found)
-    ns = namespace if isinstance(namespace, str) else None
+    subject = ObjectRef(kind, name, namespace if isinstance(namespace, str) and namespace else None)
     findings = []
     renamed = {f"{where.rpartition('.')[0]}.{note.rename_to}": where
                for note in profile.hints if note.kind == kind and note.rename_to
@@ -185,11 +188,12 @@ def validate_object(obj: Mapping[str, Any], profile: Profile | None = None) -> l
                        f"{note.rename_to}: {_show(_value_at(obj, path))} instead; {text}")
         elif note is not None:
             message = f"{message}; {text}"
-        findings.append(Finding(kind, name, path, message, ns))
+        findings.append(Finding.of(GPUSTACK_CRD_SCHEMA, path, message, subject=subject))
     for note in profile.unconfirmed:
         if note.kind == kind:
-            findings.extend(Finding(kind, name, path, f"not confirmed for {profile.assumed}: {note.note} ({note.source})",
-                                    ns, "warning") for path in present_paths(obj, note.path))
+            findings.extend(Finding.of(GPUSTACK_CRD_SCHEMA, path, f"not confirmed for {profile.assumed}: {note.note} "
+                                       f"({note.source})", severity=Severity.WARNING, subject=subject)
+                            for path in present_paths(obj, note.path))
     return findings
 
 

@@ -29,7 +29,8 @@ from gpu_fabric.gpustack.admission.common import (
     engine_name,
     spec_of,
 )
-from gpu_fabric.gpustack.findings import Finding
+from gpu_fabric.findings import Finding, ObjectRef, Severity
+from gpu_fabric.gpustack.rules import KV_CACHE_BACKEND_ADMISSION
 
 RDMA_EXCLUSIVE_KEY = constants.RDMA_RESOURCE
 RDMA_SHARED_KEY = constants.RDMA_SHARED_RESOURCE
@@ -240,6 +241,7 @@ def member_grants(backend: Mapping[str, Any]) -> tuple[list[Finding], list[Membe
     findings: list[Finding] = []
     grants: list[MemberGrant] = []
     name = str((backend.get("metadata") or {}).get("name", ""))
+    subject = ObjectRef("KVCacheBackend", name)
     managed = (spec_of(backend).get("connection") or {}).get("managed") or {}
     members = managed.get("members") or []
     for group_index, (member, protocol) in enumerate(zip(members, member_group_protocols(backend))):
@@ -249,13 +251,14 @@ def member_grants(backend: Mapping[str, Any]) -> tuple[list[Finding], list[Membe
         count = 1 if declared is None else (int(declared) if isinstance(declared, float) and declared.is_integer() else declared)
         path = f"spec.connection.managed.members[{group_index}].fabricInterfaceCount"
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            findings.append(Finding("KVCacheBackend", name, path, "fabricInterfaceCount must be an integer of at least 1"))
+            findings.append(Finding.of(KV_CACHE_BACKEND_ADMISSION, path, "fabricInterfaceCount must be an integer of at "
+                                       "least 1", subject=subject))
             continue
         if protocol not in FABRICS and declared is not None:
-            findings.append(Finding(
-                "KVCacheBackend", name, path,
+            findings.append(Finding.of(
+                KV_CACHE_BACKEND_ADMISSION, path,
                 f"fabricInterfaceCount has no effect on a {protocol} member group (only RDMA and EFA groups request devices)",
-                severity="warning",
+                severity=Severity.WARNING, subject=subject,
             ))
         grants.append(MemberGrant(
             backend=name, group_index=group_index, protocol=protocol, fabric_interface_count=count,

@@ -27,7 +27,21 @@ from gpu_fabric.kube.coverage import (
     advertised_resources,
     daemonset_schedules_on,
 )
-from gpu_fabric.kube.workloads import ERROR, WARNING, FabricFinding, FabricPool, object_ref
+from gpu_fabric.findings import Finding, ObjectRef, Rule, Severity
+from gpu_fabric.kube.workloads import FabricPool, object_ref
+
+ADVERTISERS_POLICY = "fabric-advertisers"
+
+EFA_PLUGIN_VERSION = Rule(
+    "efa-plugin-version", "the EFA device plugin is at least the version floor of every instance family it serves",
+    "https://github.com/aws/sagemaker-hyperpod-cli/pull/282", policy=ADVERTISERS_POLICY)
+NVIDIA_PLUGIN_MOFED = Rule(
+    "nvidia-plugin-mofed", "NVIDIA's device plugin runs with MOFED support off on EFA/RDMA pools",
+    "https://github.com/NVIDIA/k8s-device-plugin/pull/1837", policy=ADVERTISERS_POLICY)
+ONE_ADVERTISER_PER_NIC = Rule(
+    "one-advertiser-per-nic", "no two NIC advertisers (EFA plugin, EFA DRA driver, Device Manager, SR-IOV or RDMA "
+    "shared device plugin) serve one pool",
+    "https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html", policy=ADVERTISERS_POLICY)
 
 EFA_PLUGIN = "AWS EFA device plugin"
 EFA_DRA_DRIVER = "AWS EFA DRA driver (DRANET)"
@@ -158,8 +172,8 @@ def _serves(daemonset: Mapping[str, Any], pool: FabricPool) -> bool:
     return daemonset_schedules_on(daemonset, pool.placement.node_labels(), pool.placement.taints)[0]
 
 
-def _efa_plugin_versions(daemonset: Mapping[str, Any], pool: FabricPool, ref: str) -> list[FabricFinding]:
-    findings: list[FabricFinding] = []
+def _efa_plugin_versions(daemonset: Mapping[str, Any], pool: FabricPool, ref: ObjectRef) -> list[Finding]:
+    findings: list[Finding] = []
     if EFA_PLUGIN not in nic_advertisers(daemonset):
         return findings
     for i, container in _containers(daemonset):
@@ -174,16 +188,17 @@ def _efa_plugin_versions(daemonset: Mapping[str, Any], pool: FabricPool, ref: st
                 continue
             lowest, source = floor
             if version is None:
-                findings.append(FabricFinding(ERROR, "efa-plugin-version", ref, path, pool.name, (
+                findings.append(Finding.of(EFA_PLUGIN_VERSION, path, (
                     f"{image} names no version; pool {pool.name} runs {instance_type}, which needs at least "
-                    f"{_version_text(lowest)}: {source}. Pin a tag")))
+                    f"{_version_text(lowest)}: {source}. Pin a tag"), subject=ref, pool=pool.name))
             elif version < lowest:
-                findings.append(FabricFinding(ERROR, "efa-plugin-version", ref, path, pool.name, (
-                    f"{_version_text(version)} on pool {pool.name} ({instance_type}) is below {_version_text(lowest)}: {source}")))
+                findings.append(Finding.of(EFA_PLUGIN_VERSION, path, (
+                    f"{_version_text(version)} on pool {pool.name} ({instance_type}) is below {_version_text(lowest)}: "
+                    f"{source}"), subject=ref, pool=pool.name))
     return findings
 
 
-def _nvidia_mofed(daemonset: Mapping[str, Any], pool: FabricPool, ref: str) -> list[FabricFinding]:
+def _nvidia_mofed(daemonset: Mapping[str, Any], pool: FabricPool, ref: ObjectRef) -> list[Finding]:
     findings = []
     for i, container in _containers(daemonset):
         if not is_nvidia_plugin(container):
@@ -191,23 +206,24 @@ def _nvidia_mofed(daemonset: Mapping[str, Any], pool: FabricPool, ref: str) -> l
         enabled, why = mofed_setting(container)
         path = f"spec.template.spec.containers[{i}]"
         if enabled:
-            findings.append(FabricFinding(ERROR, "nvidia-plugin-mofed", ref, path, pool.name, (
+            findings.append(Finding.of(NVIDIA_PLUGIN_MOFED, path, (
                 f"MOFED support is on ({why}) on {pool.fabric} pool {pool.name}: every /dev/infiniband/uverbs* is mounted "
                 f"into GPU containers beside the fabric advertiser's devices (EKS 'Manage EFA devices'); pass "
-                f"{MOFED_FLAG}=false or use v0.19.3 or later")))
+                f"{MOFED_FLAG}=false or use v0.19.3 or later"), subject=ref, pool=pool.name))
         elif enabled is None:
-            findings.append(FabricFinding(WARNING, "nvidia-plugin-mofed", ref, path, pool.name, (
-                f"cannot tell whether MOFED support is on ({why}) on {pool.fabric} pool {pool.name}; pass {MOFED_FLAG}=false")))
+            findings.append(Finding.of(NVIDIA_PLUGIN_MOFED, path, (
+                f"cannot tell whether MOFED support is on ({why}) on {pool.fabric} pool {pool.name}; pass {MOFED_FLAG}=false"),
+                severity=Severity.WARNING, subject=ref, pool=pool.name))
     return findings
 
 
-def advertiser_findings(pools: Sequence[FabricPool], daemonsets: Sequence[Mapping[str, Any]]) -> list[FabricFinding]:
+def advertiser_findings(pools: Sequence[FabricPool], daemonsets: Sequence[Mapping[str, Any]]) -> list[Finding]:
     """Versions and exclusivity of every NIC advertiser (and NVIDIA's plugin) on every fabric pool."""
-    findings: list[FabricFinding] = []
+    findings: list[Finding] = []
     for pool in pools:
         if pool.fabric == "none":
             continue
-        serving: dict[str, list[str]] = {}
+        serving: dict[str, list[ObjectRef]] = {}
         for daemonset in daemonsets:
             if not _serves(daemonset, pool):
                 continue
@@ -217,10 +233,12 @@ def advertiser_findings(pools: Sequence[FabricPool], daemonsets: Sequence[Mappin
             findings.extend(_efa_plugin_versions(daemonset, pool, ref))
             findings.extend(_nvidia_mofed(daemonset, pool, ref))
         distinct = sorted(serving)
-        refs = sorted({ref for refs in serving.values() for ref in refs})
+        refs = sorted({ref for refs in serving.values() for ref in refs}, key=str)
         if len(distinct) > 1 or any(len(set(r)) > 1 for r in serving.values()):
-            who = "; ".join(f"{advertiser}: {', '.join(sorted(set(serving[advertiser])))}" for advertiser in distinct)
-            findings.append(FabricFinding(ERROR, "one-advertiser-per-nic", refs[-1], "spec.template.spec", pool.name, (
+            who = "; ".join(f"{advertiser}: {', '.join(sorted({str(ref) for ref in serving[advertiser]}))}"
+                            for advertiser in distinct)
+            findings.append(Finding.of(ONE_ADVERTISER_PER_NIC, "spec.template.spec", (
                 f"{len(refs)} DaemonSets advertise the NICs of {pool.fabric} pool {pool.name} ({who}): each hands out the same "
-                "devices, which oversubscribes them silently (EKS 'Manage EFA devices'); keep one")))
+                "devices, which oversubscribes them silently (EKS 'Manage EFA devices'); keep one"),
+                subject=refs[-1], pool=pool.name))
     return findings

@@ -19,6 +19,12 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 from gpu_fabric.config import constants
 from gpu_fabric.config.shapes import mapping_at, str_at
 from gpu_fabric.config.taints import normalize_effect
+from gpu_fabric.findings import Finding, Rule
+
+DEVICE_PLUGIN_COVERAGE = Rule(
+    "device-plugin-coverage",
+    "every fabric pool has a device plugin DaemonSet that schedules on its nodes; no EFA plugin on pools without EFA",
+    "https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html", policy="device-plugin-coverage")
 
 EFA_RESOURCE = constants.EFA_RESOURCE
 """Extended resource the AWS EFA device plugin advertises."""
@@ -144,6 +150,11 @@ class CoverageGap:
     pool: str
     fabric: str
     reason: str
+
+    def finding(self) -> Finding:
+        """The gap as a finding of :data:`DEVICE_PLUGIN_COVERAGE` about the pool (path relative to the pool)."""
+        return Finding.of(DEVICE_PLUGIN_COVERAGE, "", f"no device plugin serves this {self.fabric} pool: {self.reason}",
+                          pool=self.pool)
 
 
 def _pod_spec(daemonset: Mapping[str, Any]) -> Mapping[str, Any]:

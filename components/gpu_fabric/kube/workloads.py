@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from gpu_fabric.config import constants
+from gpu_fabric.findings import Enforcement, Finding, ObjectRef, Rule, Severity
 from gpu_fabric.kube.coverage import PoolPlacement, pod_schedules_on
 from gpu_fabric.kube.engine_flags import EngineSettings, read_container
 
@@ -30,7 +31,12 @@ FABRIC_RESOURCES = (EFA_RESOURCE, RDMA_RESOURCE, RDMA_SHARED_RESOURCE, RDMA_PART
 """The fabric keys gpu-fabric's advertisers serve: the EFA plugin's and GPUStack's Device Manager's."""
 HUGEPAGES_2MI = "hugepages-2Mi"
 
-ERROR, WARNING = "error", "warning"
+ERROR, WARNING = Severity.ERROR, Severity.WARNING
+
+WORKLOADS_POLICY = "fabric-workloads"
+"""The mandatory policy that reports the errors of :data:`RULES`."""
+WORKLOADS_ADVISORY_POLICY = "fabric-workloads-advisory"
+"""The advisory policy that reports their warnings."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,19 +199,6 @@ class FabricPool:
 
 
 @dataclass(frozen=True)
-class FabricFinding:
-    """One rule's verdict on one object for one pool: a workload's container or pod template landing on it, or a
-    device-plugin DaemonSet serving its NICs (:mod:`gpu_fabric.kube.advertisers`)."""
-
-    severity: str
-    rule: str
-    object_ref: str
-    path: str
-    pool: str
-    message: str
-
-
-@dataclass(frozen=True)
 class ContainerView:
     """What the rules read of one container on one pool."""
 
@@ -215,6 +208,8 @@ class ContainerView:
     container: Mapping[str, Any]
     settings: EngineSettings
     pool: FabricPool
+    subject: ObjectRef
+    """The workload the container belongs to."""
 
     def requested(self) -> dict[str, str]:
         """Resource name -> the field path that requests or limits it."""
@@ -233,12 +228,58 @@ class ContainerView:
         setting = self.settings.env.get(name)
         return (str(setting.value), setting.path) if setting is not None else None
 
+    def finding(self, rule: Rule, path: str, message: str, severity: Severity = ERROR) -> Finding:
+        """A finding of ``rule`` on this container's workload, for this pool, at ``path``."""
+        return Finding.of(rule, path, message, severity=severity, subject=self.subject, pool=self.pool.name)
 
-Rule = Callable[[ContainerView], Iterable[tuple[str, str, str]]]
-"""A rule yields ``(severity, path, message)`` for one container on one pool."""
+
+Check = Callable[[ContainerView], Iterable[Finding]]
+"""A rule's check: the findings of one container on one pool."""
 
 
-def _unadvertised_keys(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+def _workload_rule(rule_id: str, summary: str, source: str, *, advisory: bool = False) -> Rule:
+    """A rule of :data:`RULES`: errors go to ``fabric-workloads``, warnings to ``fabric-workloads-advisory``."""
+    if advisory:
+        return Rule(rule_id, summary, source, policy=WORKLOADS_ADVISORY_POLICY, enforcement=Enforcement.ADVISORY)
+    return Rule(rule_id, summary, source, policy=WORKLOADS_POLICY, warnings_policy=WORKLOADS_ADVISORY_POLICY)
+
+
+ENGINE_FLAGS = _workload_rule(
+    "engine-flags", "an engine's --kv-transfer-config is a JSON object (the engine does not start otherwise)",
+    "https://docs.vllm.ai/en/latest/features/nixl_connector_usage.html")
+FABRIC_KEY_ADVERTISED = _workload_rule(
+    "fabric-key-advertised", "a container requests only fabric keys its pool's advertiser serves (else the pod stays Pending)",
+    "https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html")
+EFA_HUGEPAGES = _workload_rule(
+    "efa-hugepages", "vpc.amazonaws.com/efa is requested with hugepages-2Mi (libfabric's EFA provider needs huge pages)",
+    "https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html")
+TRANSFER_HAS_FABRIC_KEY = _workload_rule(
+    "transfer-has-fabric-key", "a NIXL connector on a fabric pool requests a fabric key (else NIXL falls back to TCP)",
+    "https://github.com/aws-samples/aws-do-eks/pull/56")
+NIXL_BACKEND_FABRIC = _workload_rule(
+    "nixl-backend-fabric", "NIXL's backend and UCX transports carry the pool's fabric (srd on EFA, RDMA verbs on RDMA)",
+    "https://docs.nvidia.com/dynamo/latest/guides/disagg_communication.html")
+EFA_FI_PROVIDER = _workload_rule(
+    "efa-fi-provider", "FI_PROVIDER is unset or efa on EFA pools (another provider skips the EFA devices)",
+    "https://github.com/aws-samples/awsome-distributed-training/blob/main/1.architectures/efa-cheatsheet.md")
+EFA_NO_RDMAV = _workload_rule(
+    "efa-no-rdmav", "no RDMAV_* variable on EFA pools (the EFA cheatsheet: do not use)",
+    "https://github.com/aws-samples/awsome-distributed-training/blob/main/1.architectures/efa-cheatsheet.md")
+ADVERTISER_OWNED_SETTINGS = _workload_rule(
+    "advertiser-owned-settings", "NCCL_IB_HCA is not set by hand where the Device Manager grants device.gpustack.ai/rdma*",
+    "gpustack/gpustack-operator: pkg/deviceplugin/rdma_allocate.go")
+ADVERTISER_OWNED_DEVICES = _workload_rule(
+    "advertiser-owned-devices", "no /dev/infiniband hostPath on fabric pools (the advertiser owns the verbs devices)",
+    "https://github.com/aws-samples/aws-do-eks/pull/63")
+NIXL_NCCL_DEAD_CONFIG = _workload_rule(
+    "nixl-nccl-dead-config", "no NCCL_IB_HCA / NCCL_SOCKET_IFNAME where only NixlConnector moves the KV cache",
+    "https://docs.vllm.ai/en/latest/features/nixl_connector_usage.html", advisory=True)
+NIXL_SIDE_CHANNEL_HOST = _workload_rule(
+    "nixl-side-channel-host", "VLLM_NIXL_SIDE_CHANNEL_HOST is set to an address peers on other nodes reach",
+    "https://docs.vllm.ai/en/latest/features/nixl_connector_usage.html", advisory=True)
+
+
+def _unadvertised_keys(view: ContainerView) -> Iterable[Finding]:
     # A key no advertiser serves on the pool's nodes keeps the pod Pending (Insufficient <key>), and
     # on an EFA pool a GPUStack RDMA key means nothing advertises it there (research breadth-2026 §4).
     for key, where in view.fabric_keys().items():
@@ -246,20 +287,21 @@ def _unadvertised_keys(view: ContainerView) -> Iterable[tuple[str, str, str]]:
             offered = ", ".join(sorted(view.pool.advertised)) or "no fabric key"
             pool = (f"{view.pool.fabric} pool {view.pool.name}" if view.pool.fabric != "none"
                     else f"pool {view.pool.name} (fabric: none)")
-            yield ERROR, where, f"requests {key}, which nothing advertises on {pool} (its nodes offer {offered}); the pod stays Pending"
+            yield view.finding(FABRIC_KEY_ADVERTISED, where, f"requests {key}, which nothing advertises on {pool} (its nodes "
+                                                            f"offer {offered}); the pod stays Pending")
 
 
-def _efa_hugepages(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+def _efa_hugepages(view: ContainerView) -> Iterable[Finding]:
     # EKS user guide, "Manage EFA devices" (device-management-efa.adoc): pods request
     # vpc.amazonaws.com/efa and hugepages-2Mi; awsome-distributed-ai PR #1240: "without them the pod sits Pending".
     requested = view.requested()
     if EFA_RESOURCE in requested and HUGEPAGES_2MI not in requested:
-        yield ERROR, requested[EFA_RESOURCE], (f"requests {EFA_RESOURCE} without {HUGEPAGES_2MI}: libfabric's EFA provider "
+        yield view.finding(EFA_HUGEPAGES, requested[EFA_RESOURCE], (f"requests {EFA_RESOURCE} without {HUGEPAGES_2MI}: libfabric's EFA provider "
                                                "allocates its buffers from 2 MiB huge pages (EKS 'Manage EFA devices'; "
-                                               "request for example hugepages-2Mi: 5120Mi and memory beside it)")
+                                               "request for example hugepages-2Mi: 5120Mi and memory beside it)"))
 
 
-def _transfer_without_fabric_key(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+def _transfer_without_fabric_key(view: ContainerView) -> Iterable[Finding]:
     # A NIXL connector on a fabric pool with no fabric key in the container gets no device node, so
     # libfabric/UCX find no RDMA device and move the KV cache over TCP (aws-do-eks PR #56:
     # fi_info -p efa = -61, NCCL NET/Socket).
@@ -267,8 +309,8 @@ def _transfer_without_fabric_key(view: ContainerView) -> Iterable[tuple[str, str
     privileged = (view.container.get("securityContext") or {}).get("privileged") is True  # sees every device node
     if nixl is not None and not view.fabric_keys() and not privileged:
         keys = " or ".join(sorted(view.pool.advertised))
-        yield ERROR, nixl.path, (f"transfers KV over NIXL on {view.pool.fabric} pool {view.pool.name} but requests no "
-                                 f"fabric key ({keys}): the container gets no RDMA device and NIXL falls back to TCP")
+        yield view.finding(TRANSFER_HAS_FABRIC_KEY, nixl.path, (f"transfers KV over NIXL on {view.pool.fabric} pool {view.pool.name} but requests no "
+                                 f"fabric key ({keys}): the container gets no RDMA device and NIXL falls back to TCP"))
 
 
 # UCX transport names: RDMA verbs (rc, ud, dc and their accelerated _x/_mlx5 forms; ib is UCX's alias
@@ -287,7 +329,7 @@ def _ucx_transports(value: str) -> tuple[set[str], bool]:
     return {item.strip().lower() for item in text.split(",") if item.strip()}, False
 
 
-def _nixl_backends(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+def _nixl_backends(view: ContainerView) -> Iterable[Finding]:
     backends = view.settings.nixl_backends()
     if backends is None:
         return
@@ -295,17 +337,17 @@ def _nixl_backends(view: ContainerView) -> Iterable[tuple[str, str, str]]:
     fabric = view.pool.fabric
     if fabric == "rdma" and names == {"LIBFABRIC"}:
         # ai-dynamo/nixl src/plugins/libfabric/README.md: only AWS EFA is validated in production.
-        yield WARNING, backends.path, ("NIXL's LIBFABRIC backend is validated in production on AWS EFA only "
-                                       f"(NIXL libfabric plugin README); on RDMA pool {view.pool.name} use UCX")
+        yield view.finding(NIXL_BACKEND_FABRIC, backends.path, ("NIXL's LIBFABRIC backend is validated in production on AWS EFA only "
+                                       f"(NIXL libfabric plugin README); on RDMA pool {view.pool.name} use UCX"), severity=WARNING)
     if "UCX" not in names:
         return
     tls = view.env("UCX_TLS")
     if tls is None:
         if fabric == "efa" and names == {"UCX"}:
             # Dynamo guide, "AWS EFA Configuration": UCX over EFA works but is not recommended; NIXL on AWS moves to libfabric.
-            yield WARNING, backends.path, ("NIXL uses UCX on EFA pool " f"{view.pool.name}: prefer "
+            yield view.finding(NIXL_BACKEND_FABRIC, backends.path, ("NIXL uses UCX on EFA pool " f"{view.pool.name}: prefer "
                                            "kv_connector_extra_config.backends [\"LIBFABRIC\"] (vLLM NixlConnector guide; the "
-                                           "Dynamo communication guide calls UCX over EFA functional but not performant)")
+                                           "Dynamo communication guide calls UCX over EFA functional but not performant)"), severity=WARNING)
         return
     value, where = tls
     transports, open_list = _ucx_transports(value)
@@ -314,50 +356,50 @@ def _nixl_backends(view: ContainerView) -> Iterable[tuple[str, str, str]]:
     needed = _UCX_EFA_TRANSPORTS if fabric == "efa" else _UCX_RDMA_TRANSPORTS
     if not transports & needed:
         wanted = "srd (EFA's transport)" if fabric == "efa" else "an RDMA transport (rc_x, rc, dc_x, dc, ud)"
-        yield ERROR, where, (f"UCX_TLS={value} has no {wanted}: NIXL's UCX backend moves the KV cache over "
+        yield view.finding(NIXL_BACKEND_FABRIC, where, (f"UCX_TLS={value} has no {wanted}: NIXL's UCX backend moves the KV cache over "
                              f"{', '.join(sorted(transports))} on {fabric} pool {view.pool.name}, a silent TCP fallback "
-                             "(Dynamo 'Disaggregated Inference Communication Guide')")
+                             "(Dynamo 'Disaggregated Inference Communication Guide')"))
     if not transports & _UCX_GPU_TRANSPORTS:
-        yield WARNING, where, (f"UCX_TLS={value} lists no cuda_copy or cuda_ipc: UCX does not recognise GPU buffers "
-                               "without them (Dynamo communication guide, 'Core Transport Selection')")
+        yield view.finding(NIXL_BACKEND_FABRIC, where, (f"UCX_TLS={value} lists no cuda_copy or cuda_ipc: UCX does not recognise GPU buffers "
+                               "without them (Dynamo communication guide, 'Core Transport Selection')"), severity=WARNING)
     if fabric == "efa":
         scheme = view.env("UCX_RNDV_SCHEME")
         if scheme is not None and scheme[0].strip() == "get_zcopy":
-            yield WARNING, scheme[1], ("UCX_RNDV_SCHEME=get_zcopy over EFA crashes with NIXL_ERR_BACKEND on kernels >= 6.8 "
-                                       "(Dynamo guide, 'AWS EFA Configuration': use auto and UCX_RNDV_THRESH=8192)")
+            yield view.finding(NIXL_BACKEND_FABRIC, scheme[1], ("UCX_RNDV_SCHEME=get_zcopy over EFA crashes with NIXL_ERR_BACKEND on kernels >= 6.8 "
+                                       "(Dynamo guide, 'AWS EFA Configuration': use auto and UCX_RNDV_THRESH=8192)"), severity=WARNING)
 
 
-def _fi_provider(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+def _fi_provider(view: ContainerView) -> Iterable[Finding]:
     # awsome-distributed-ai: FI_PROVIDER=efa in every EFA sample and health check (fi_info -p efa);
     # any other provider (tcp, sockets, verbs) moves the traffic off the EFA devices.
     setting = view.env("FI_PROVIDER")
     if view.pool.fabric == "efa" and setting is not None and setting[0].strip().lower() != "efa":
-        yield ERROR, setting[1], (f"FI_PROVIDER={setting[0]} on EFA pool {view.pool.name}: libfabric then skips the EFA "
-                                  "devices; leave it unset or set efa (awsome-distributed-ai EFA cheatsheet)")
+        yield view.finding(EFA_FI_PROVIDER, setting[1], (f"FI_PROVIDER={setting[0]} on EFA pool {view.pool.name}: libfabric then skips the EFA "
+                                  "devices; leave it unset or set efa (awsome-distributed-ai EFA cheatsheet)"))
 
 
-def _rdmav(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+def _rdmav(view: ContainerView) -> Iterable[Finding]:
     # awsome-distributed-ai 1.architectures/efa-cheatsheet.md: RDMAV_FORK_SAFE / RDMAV_* "Do not use".
     if view.pool.fabric != "efa":
         return
     for name, setting in view.settings.env.items():
         if name.startswith("RDMAV_"):
-            yield ERROR, setting.path, (f"{name} is set on EFA pool {view.pool.name}: the EFA cheatsheet says never to set "
-                                        "RDMAV_* (libfabric >= 1.13 handles fork safety itself)")
+            yield view.finding(EFA_NO_RDMAV, setting.path, (f"{name} is set on EFA pool {view.pool.name}: the EFA cheatsheet says never to set "
+                                        "RDMAV_* (libfabric >= 1.13 handles fork safety itself)"))
 
 
-def _advertiser_owned(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+def _advertiser_owned(view: ContainerView) -> Iterable[Finding]:
     # GPUStack's Device Manager injects NCCL_IB_HCA with the granted devices into every container it
     # grants device.gpustack.ai/rdma* (docs/modules/rdma/operations.md, pkg/deviceplugin/rdma_allocate.go):
     # a hand-set value names other NICs than the ones the container was given.
     granted = [key for key in view.fabric_keys() if key.startswith("device.gpustack.ai/")]
     setting = view.env("NCCL_IB_HCA")
     if granted and setting is not None:
-        yield ERROR, setting[1], (f"NCCL_IB_HCA is set by hand on a container granted {granted[0]}: the Device Manager "
-                                  "sets it to the granted devices, so the hand-set NICs are not the allocated ones")
+        yield view.finding(ADVERTISER_OWNED_SETTINGS, setting[1], (f"NCCL_IB_HCA is set by hand on a container granted {granted[0]}: the Device Manager "
+                                  "sets it to the granted devices, so the hand-set NICs are not the allocated ones"))
 
 
-def _device_hostpath(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+def _device_hostpath(view: ContainerView) -> Iterable[Finding]:
     # aws-do-eks PR #63: a /dev/infiniband hostPath exposes every uverbs device (mlx5 beside EFA on
     # B200), libfabric's EFA provider fails (fi_info -61) and NCCL runs on TCP; the advertiser owns those devices.
     mounts = {str(m.get("name")): f"{view.path}.volumeMounts[{i}]"
@@ -367,15 +409,15 @@ def _device_hostpath(view: ContainerView) -> Iterable[tuple[str, str, str]]:
             continue
         host_path = str((volume.get("hostPath") or {}).get("path") or "").rstrip("/")
         if (host_path == "/dev/infiniband" or host_path.startswith("/dev/infiniband/")) and str(volume.get("name")) in mounts:
-            yield ERROR, mounts[str(volume.get("name"))], (
+            yield view.finding(ADVERTISER_OWNED_DEVICES, mounts[str(volume.get("name"))], (
                 f"mounts hostPath {host_path} on {view.pool.fabric} pool {view.pool.name}: every verbs device of the node "
-                "reaches the container, not the ones its advertiser granted (aws-do-eks PR #63: fi_info -61, NCCL on TCP)")
+                "reaches the container, not the ones its advertiser granted (aws-do-eks PR #63: fi_info -61, NCCL on TCP)"))
 
 
 _NCCL_FOR_NIXL = ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME")
 
 
-def _nccl_dead_config(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+def _nccl_dead_config(view: ContainerView) -> Iterable[Finding]:
     # vLLM NixlConnector guide (tip under "Transport Configuration"): NCCL variables (NCCL_IB_HCA,
     # NCCL_SOCKET_IFNAME) are not applicable to NixlConnector.
     if view.settings.uses_nixl() is None:
@@ -384,15 +426,15 @@ def _nccl_dead_config(view: ContainerView) -> Iterable[tuple[str, str, str]]:
     for name in _NCCL_FOR_NIXL:
         setting = view.env(name)
         if setting is not None and not (granted and name == "NCCL_IB_HCA"):
-            yield WARNING, setting[1], (f"{name} does not configure NixlConnector's KV transfer (vLLM NixlConnector guide); "
-                                        "set UCX_NET_DEVICES / the NIXL backend instead")
+            yield view.finding(NIXL_NCCL_DEAD_CONFIG, setting[1], (f"{name} does not configure NixlConnector's KV transfer (vLLM NixlConnector guide); "
+                                        "set UCX_NET_DEVICES / the NIXL backend instead"), severity=WARNING)
 
 
 _SIDE_CHANNEL_HOST = "VLLM_NIXL_SIDE_CHANNEL_HOST"
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
-def _nixl_side_channel(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+def _nixl_side_channel(view: ContainerView) -> Iterable[Finding]:
     # vLLM NixlConnector guide, "Environment Variables": VLLM_NIXL_SIDE_CHANNEL_HOST defaults to
     # "localhost" and must be set when prefiller and decoder are on different machines -- the
     # reason to run on a fabric pool. A valueFrom (status.podIP) counts as set.
@@ -402,37 +444,41 @@ def _nixl_side_channel(view: ContainerView) -> Iterable[tuple[str, str, str]]:
     setting = view.env(_SIDE_CHANNEL_HOST)
     if setting is None or setting[0].strip() in _LOOPBACK:
         where = setting[1] if setting is not None else nixl.path
-        yield WARNING, where, (f"{_SIDE_CHANNEL_HOST} is {'unset (localhost)' if setting is None else setting[0]}: a peer on "
-                               "another node cannot reach the NIXL handshake; set it from status.podIP (vLLM NixlConnector guide)")
+        yield view.finding(NIXL_SIDE_CHANNEL_HOST, where, (f"{_SIDE_CHANNEL_HOST} is {'unset (localhost)' if setting is None else setting[0]}: a peer on "
+                               "another node cannot reach the NIXL handshake; set it from status.podIP (vLLM NixlConnector guide)"), severity=WARNING)
 
 
-def _engine_problems(view: ContainerView) -> Iterable[tuple[str, str, str]]:
+def _engine_problems(view: ContainerView) -> Iterable[Finding]:
     for where, message in view.settings.problems:
-        yield ERROR, where, message
+        yield view.finding(ENGINE_FLAGS, where, message)
 
 
 @dataclass(frozen=True)
 class RuleSpec:
-    """A rule, its name (printed with each finding) and what it prevents (docs/workloads.md)."""
+    """A rule (its id is printed with each finding) and the check that decides it (docs/workloads.md)."""
 
-    name: str
-    check: Rule
+    rule: Rule
+    check: Check
     every_pool: bool = False
     """Judged on pools without a fabric too (a fabric key requested there is never granted)."""
 
+    @property
+    def name(self) -> str:
+        return self.rule.id
+
 
 RULES: tuple[RuleSpec, ...] = (
-    RuleSpec("engine-flags", _engine_problems),
-    RuleSpec("fabric-key-advertised", _unadvertised_keys, every_pool=True),
-    RuleSpec("efa-hugepages", _efa_hugepages),
-    RuleSpec("transfer-has-fabric-key", _transfer_without_fabric_key),
-    RuleSpec("nixl-backend-fabric", _nixl_backends),
-    RuleSpec("efa-fi-provider", _fi_provider),
-    RuleSpec("efa-no-rdmav", _rdmav),
-    RuleSpec("advertiser-owned-settings", _advertiser_owned),
-    RuleSpec("advertiser-owned-devices", _device_hostpath),
-    RuleSpec("nixl-nccl-dead-config", _nccl_dead_config),
-    RuleSpec("nixl-side-channel-host", _nixl_side_channel),
+    RuleSpec(ENGINE_FLAGS, _engine_problems),
+    RuleSpec(FABRIC_KEY_ADVERTISED, _unadvertised_keys, every_pool=True),
+    RuleSpec(EFA_HUGEPAGES, _efa_hugepages),
+    RuleSpec(TRANSFER_HAS_FABRIC_KEY, _transfer_without_fabric_key),
+    RuleSpec(NIXL_BACKEND_FABRIC, _nixl_backends),
+    RuleSpec(EFA_FI_PROVIDER, _fi_provider),
+    RuleSpec(EFA_NO_RDMAV, _rdmav),
+    RuleSpec(ADVERTISER_OWNED_SETTINGS, _advertiser_owned),
+    RuleSpec(ADVERTISER_OWNED_DEVICES, _device_hostpath),
+    RuleSpec(NIXL_NCCL_DEAD_CONFIG, _nccl_dead_config),
+    RuleSpec(NIXL_SIDE_CHANNEL_HOST, _nixl_side_channel),
 )
 
 
@@ -441,18 +487,24 @@ RULES: tuple[RuleSpec, ...] = (
 # ---------------------------------------------------------------------------------------------
 
 
-def object_ref(obj: Mapping[str, Any]) -> str:
-    """``Kind namespace/name`` (``default`` for a namespaced object that names none)."""
+def object_ref(obj: Mapping[str, Any]) -> ObjectRef:
+    """The workload: ``Kind namespace/name`` (``default`` for a namespaced object that names none)."""
     raw = obj.get("metadata")
     metadata: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-    return f"{obj.get('kind')} {metadata.get('namespace') or 'default'}/{metadata.get('name') or '<unnamed>'}"
+    return ObjectRef(str(obj.get("kind")), str(metadata.get("name") or "<unnamed>"), str(metadata.get("namespace") or "default"))
+
+
+def pool_finding_line(finding: Finding) -> str:
+    """``Kind namespace/name path (pool P): message [rule]``: how the pack and ``lint --stack`` print a
+    finding on an object judged per pool."""
+    return f"{finding.subject} {finding.path} (pool {finding.pool}): {finding.message} [{finding.rule_id}]"
 
 
 @dataclass
 class WorkloadReport:
     """What :func:`judge_workloads` decided over a set of objects."""
 
-    findings: list[FabricFinding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     judged: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
     """``(object, pod template path, fabric pools it lands on)`` for every judged template."""
     not_judged: list[tuple[str, str, str]] = field(default_factory=list)
@@ -463,12 +515,12 @@ class WorkloadReport:
     """Device-plugin DaemonSets: advertisers, judged by :mod:`gpu_fabric.kube.advertisers` instead."""
 
     @property
-    def errors(self) -> list[FabricFinding]:
-        return [f for f in self.findings if f.severity == ERROR]
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is ERROR]
 
     @property
-    def warnings(self) -> list[FabricFinding]:
-        return [f for f in self.findings if f.severity == WARNING]
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is WARNING]
 
 
 DEVICE_PLUGIN_SOCKET_DIR = "/var/lib/kubelet/device-plugins"
@@ -499,19 +551,18 @@ def landing_pools(pod_spec: Mapping[str, Any], pools: Sequence[FabricPool]) -> t
     return landing, refusals
 
 
-def judge_template(ref: str, pod_path: str, pod_spec: Mapping[str, Any], pool: FabricPool) -> list[FabricFinding]:
+def judge_template(ref: ObjectRef, pod_path: str, pod_spec: Mapping[str, Any], pool: FabricPool) -> list[Finding]:
     """Every rule over every container of one pod template on one pool (on a pool without a fabric, the
     rules marked ``every_pool`` only)."""
-    findings: list[FabricFinding] = []
+    findings: list[Finding] = []
     for key in ("initContainers", "containers"):
         for i, container in enumerate(pod_spec.get(key) or []):
             path = f"{pod_path}.{key}[{i}]"
-            view = ContainerView(pod_path, pod_spec, path, container, read_container(container, path), pool)
-            for rule in RULES:
-                if pool.fabric == "none" and not rule.every_pool:
+            view = ContainerView(pod_path, pod_spec, path, container, read_container(container, path), pool, ref)
+            for spec in RULES:
+                if pool.fabric == "none" and not spec.every_pool:
                     continue
-                for severity, where, message in rule.check(view):
-                    findings.append(FabricFinding(severity, rule.name, ref, where, pool.name, message))
+                findings.extend(spec.check(view))
     return findings
 
 
@@ -536,11 +587,11 @@ def judge_workloads(objects: Iterable[Mapping[str, Any]], pools: Sequence[Fabric
         for pod_path, pod_spec in templates:
             landing, refusals = landing_pools(pod_spec, pools)
             if not landing:
-                report.not_judged.append((ref, pod_path, "lands on no pool of the stack (" + "; ".join(refusals) + ")"
+                report.not_judged.append((str(ref), pod_path, "lands on no pool of the stack (" + "; ".join(refusals) + ")"
                                           if refusals else "the stack declares no pools"))
                 continue
             fabric = [pool for pool in landing if pool.fabric != "none"]
-            report.judged.append((ref, pod_path, tuple(pool.name for pool in fabric)))
+            report.judged.append((str(ref), pod_path, tuple(pool.name for pool in fabric)))
             for pool in landing:
                 report.findings.extend(judge_template(ref, pod_path, pod_spec, pool))
     return report

@@ -11,6 +11,12 @@ from typing import Any, Mapping, Optional
 from gpu_fabric.kube.device_plugins import device_managers_for_pools, efa_plugin_for_pools
 from gpu_fabric.kube.coverage import CoverageGap, PoolPlacement, uncovered_pools
 from gpu_fabric.config.fabric import FabricConfig
+from gpu_fabric.findings import Finding, Rule
+
+TOPOLOGY_AGENT_SCOPE = Rule(
+    "topology-agent-scope", "a pool's kubelet topology agent runs on exactly that pool's nodes",
+    "components/gpu_fabric/kube/topology_agent.py")
+"""The agent restarts the kubelet of every node it lands on, so it must select its pool's nodes alone."""
 
 
 def pool_placement_args(config: FabricConfig) -> list[dict[str, Any]]:
@@ -120,17 +126,17 @@ def topology_agent_args(config: FabricConfig) -> list[tuple[int, dict[str, Any]]
     return agents
 
 
-def topology_agent_problems(config: FabricConfig) -> list[tuple[str, str]]:
-    """Agents that would not run on exactly their pool's nodes, with the configuration path to fix."""
+def topology_agent_problems(config: FabricConfig) -> list[Finding]:
+    """Agents that would not run on exactly their pool's nodes, at the configuration path to fix."""
     from gpu_fabric.kube.topology_agent import topology_agent_daemonset
     from gpu_fabric.kube.coverage import daemonset_schedules_on
     from gpu_fabric.config.pool import labels_identify_pool
 
-    problems: list[tuple[str, str]] = []
+    problems: list[Finding] = []
     for position, args in topology_agent_args(config):
         pool = config.pools[position]
         if not labels_identify_pool(args["pool"]["labels"]):
-            problems.append((f"pools[{position}].nodeLabels", (
+            problems.append(Finding.of(TOPOLOGY_AGENT_SCOPE, f"pools[{position}].nodeLabels", (
                 "topologyAgent needs a node label that only this pool's nodes carry: with "
                 f"{', '.join(sorted(args['pool']['labels'])) or 'no labels'} its DaemonSet would restart the kubelet "
                 "of every such node in the cluster")))
@@ -141,7 +147,7 @@ def topology_agent_problems(config: FabricConfig) -> list[tuple[str, str]]:
                 continue
             schedules, _ = daemonset_schedules_on(daemonset, other.effective_node_labels(), other.taint_dicts())
             if schedules:
-                problems.append((f"pools[{position}].topologyAgent", (
+                problems.append(Finding.of(TOPOLOGY_AGENT_SCOPE, f"pools[{position}].topologyAgent", (
                     f"its DaemonSet would also run on the nodes of pool {other.name} (their labels include every label "
                     f"of this pool's: {', '.join(f'{k}={v}' for k, v in args['pool']['labels'].items())}) and apply this "
                     "pool's kubelet topology there; give the pools distinguishing nodeLabels")))

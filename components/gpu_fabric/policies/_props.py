@@ -19,14 +19,15 @@ Pool facts (:class:`PoolFacts`) come from two places:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar
 
 from pulumi_policy import Policy, PolicyResource, StackValidationArgs
 
 from gpu_fabric.config import constants
 from gpu_fabric.config.shapes import UNKNOWN, Unknown, is_unknown, rests_on_unknown, unknown_paths  # noqa: F401 - rests_on_unknown: the policies' reader
-from gpu_fabric.config.pool import ARCH_LABEL, EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, platform_node_labels
+from gpu_fabric.config.pool import ARCH_LABEL, EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL
+from gpu_fabric.kube.pool_view import PoolView, pool_view_of_input, view_node_labels
 
 KUEUE_POOL_TYPE = "gpu-fabric:index:KueuePool"
 GPU_FABRIC_TYPE = "gpu-fabric:index:GpuFabric"
@@ -262,94 +263,19 @@ def requested_resources(pod_spec: Mapping[str, Any]) -> set[str]:
 
 
 @dataclass(frozen=True)
-class PoolFacts:
-    """What one pool's nodes offer, as far as the policies care."""
+class PoolFacts(PoolView):
+    """One pool of the stack (:class:`~gpu_fabric.kube.pool_view.PoolView`) and the resource that declares it."""
 
-    name: str
-    fabric: str
-    """``efa``, ``rdma`` or ``none``."""
-    urn: str
-    interfaces_per_node: Optional[int] = None
-    labels: Mapping[str, str] = field(default_factory=dict)
-    """The labels every node of the pool carries (effective: see :func:`effective_labels`)."""
-    taints: Sequence[Mapping[str, Any]] = ()
-    manufacturer: Optional[str] = None
-    instance_types: tuple[str, ...] = ()
-    topology: Optional[Mapping[str, Any]] = None
-    """The pool's ``topology`` spec (policy, scope, cpuManagerPolicy, reservedSystemCPUs ...), if any."""
+    urn: str = ""
     source: str = "pool"
     """``pool`` (KueuePool spec) or ``nodegroup`` (EKS NodeGroup)."""
 
-    def matches_selector(self, selector: Mapping[str, Any]) -> bool:
-        """True when every ``key: value`` of a nodeSelector holds on this pool's nodes."""
-        for key, value in selector.items():
-            if is_unknown(value):
-                continue
-            if key == INSTANCE_TYPE_LABEL and self.instance_types:
-                if str(value) not in self.instance_types:
-                    return False
-                continue
-            if self.labels.get(key) != str(value):
-                return False
-        return True
-
-
-def effective_labels(
-    name: str, fabric: str, node_labels: Mapping[str, Any], instance_types: Sequence[str] = ()
-) -> dict[str, str]:
-    """Labels a pool's nodes carry: its nodeLabels, plus what the platform adds.
-
-    EFA pools carry ``vpc.amazonaws.com/efa.present: "true"`` (our node groups set it); a
-    ``gpustack--...-<os>-<arch>`` name tells ``kubernetes.io/os``/``arch``; a single-type AWS
-    pool carries ``node.kubernetes.io/instance-type``.
-    """
-    labels = platform_node_labels(name, efa=fabric == "efa", instance_types=instance_types)
-    labels.update({str(k): str(v) for k, v in node_labels.items() if not is_unknown(v)})
-    return labels
-
-
-def _int_or_none(value: Any) -> Optional[int]:
-    if isinstance(value, bool) or is_unknown(value) or value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _manufacturer(pool: Mapping[str, Any]) -> Optional[str]:
-    from gpu_fabric.config.instance_type_names import manufacturer_of
-
-    given = known_str(pool.get("manufacturer"))
-    return given or manufacturer_of(str(pool.get("name") or ""))
-
 
 def _pool_from_spec(resource: Resource) -> Optional[PoolFacts]:
-    pool = as_mapping(resource.props.get("pool"))
-    name = known_str(pool.get("name"))
-    if not name:
+    view = pool_view_of_input(as_mapping(resource.props.get("pool")))
+    if view is None:
         return None
-    # An unknown fabric is not "none": it reads as the unknown text, so a refusal that names it
-    # ("pool X has fabric <unknown at preview>") waits for the value (:func:`withholding_undecided`).
-    fabric = UNKNOWN_TEXT if is_unknown(pool.get("fabric")) else known_str(pool.get("fabric")) or "none"
-    aws = as_mapping(pool.get("aws"))
-    instance_types = tuple(str(t) for t in as_list(aws.get("instanceTypes")) if known_str(t))
-    labels = effective_labels(name, fabric, as_mapping(pool.get("nodeLabels")), instance_types)
-    labels.update({str(k): str(v) for k, v in as_mapping(aws.get("labels")).items() if known_str(v)})
-    taints = [t for t in [*as_list(pool.get("taints")), *as_list(aws.get("taints"))] if isinstance(t, Mapping)]
-    topology = pool.get("topology")
-    return PoolFacts(
-        name=name,
-        fabric=fabric,
-        urn=resource.urn,
-        interfaces_per_node=_int_or_none(pool.get("interfacesPerNode")),
-        labels=labels,
-        taints=tuple(taints),
-        manufacturer=_manufacturer(pool),
-        instance_types=instance_types,
-        topology=topology if isinstance(topology, Mapping) else None,
-        source="pool",
-    )
+    return PoolFacts(**{f.name: getattr(view, f.name) for f in fields(PoolView)}, urn=resource.urn, source="pool")
 
 
 def efa_interfaces(launch_template_props: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -403,7 +329,7 @@ def _pool_from_node_group(resource: Resource, resources: Sequence[Resource]) -> 
         fabric="efa" if efa else "none",
         urn=resource.urn,
         interfaces_per_node=len(efas) if efas else None,
-        labels=effective_labels(name, "efa" if efa else "none", labels_in, instance_types),
+        labels=view_node_labels(name, "efa" if efa else "none", labels_in, instance_types),
         taints=tuple(t for t in as_list(props.get("taints")) if isinstance(t, Mapping)),
         instance_types=tuple(instance_types),
         source="nodegroup",
@@ -450,7 +376,7 @@ def pool_node_groups(pool: PoolFacts, resources: Sequence[Resource]) -> list[Res
 
 def _same_instance_types(pool: PoolFacts, node_group: PoolFacts) -> bool:
     # A pool whose fabric is unknown at preview still accounts for its node groups (it may be theirs).
-    fabric_matches = pool.fabric in (node_group.fabric, UNKNOWN_TEXT)
+    fabric_matches = pool.fabric == node_group.fabric or pool.fabric_unknown
     return bool(pool.instance_types) and set(node_group.instance_types) <= set(pool.instance_types) and fabric_matches
 
 

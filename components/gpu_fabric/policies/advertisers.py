@@ -14,14 +14,15 @@ from typing import Any, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.kube.advertisers import ERROR, FabricFinding, advertiser_findings
-from gpu_fabric.kube.workloads import object_ref
+from gpu_fabric.findings import Finding
+from gpu_fabric.kube.advertisers import advertiser_findings
+from gpu_fabric.kube.workloads import object_ref, pool_finding_line
 from gpu_fabric.policies._props import Resource, stack_resources
 from gpu_fabric.policies.device_plugins import declared_external_efa_plugins
 from gpu_fabric.policies.workloads import fabric_pools
 
 
-def daemonset_findings(resources: Sequence[Resource]) -> list[tuple[str, FabricFinding]]:
+def daemonset_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
     """``(urn of the DaemonSet named by the finding, finding)`` over the program's DaemonSets.
 
     An EFA plugin installed outside the stack (``devicePlugins.efa.providedBy``) counts as an
@@ -30,14 +31,14 @@ def daemonset_findings(resources: Sequence[Resource]) -> list[tuple[str, FabricF
     daemonsets = [r for r in resources if r.is_kubernetes_object and r.kind == "DaemonSet"]
     urn_of = {object_ref(r.props): r.urn for r in daemonsets}
     manifests = [dict(r.props) for r in daemonsets] + declared_external_efa_plugins(resources)
-    return [(urn_of.get(finding.object_ref, ""), finding) for finding in advertiser_findings(fabric_pools(resources), manifests)]
+    return [(urn_of.get(finding.subject, "") if finding.subject else "", finding)
+            for finding in advertiser_findings(fabric_pools(resources), manifests)]
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     for urn, finding in daemonset_findings(stack_resources(args)):
-        message = f"{finding.object_ref} {finding.path} (pool {finding.pool}): {finding.message} [{finding.rule}]"
-        if finding.severity == ERROR:
-            report_violation(message, urn or None)
+        if finding.is_error:
+            report_violation(pool_finding_line(finding), urn or None)
 
 
 fabric_advertisers = StackValidationPolicy(

@@ -25,7 +25,7 @@ def pool_findings(pool: Any) -> list[str]:
     if not types:
         return []
     items = known_items(types, BundledInstanceCatalog())
-    return [f"{finding.field}: {finding.message}" for finding in pool_instance_findings(spec, items)]
+    return [f"{finding.path}: {finding.message}" for finding in pool_instance_findings(spec, items)]
 
 
 def _validate(args: ResourceValidationArgs, report_violation: Any) -> None:

@@ -1,15 +1,10 @@
-"""Policy g: KV-cache transports match the fabric of the nodes they run on.
+"""Policy ``kv-cache-transport-fabric``: the rules of :mod:`gpu_fabric.plan.transport_fabric` over a stack.
 
 Each Mooncake member group of a KVCacheBackend runs on the nodes its ``nodeSelector`` picks; a pool
-is picked when the selector is a subset of the pool's effective node labels (its nodeLabels,
-``vpc.amazonaws.com/efa.present`` on EFA pools, ``kubernetes.io/os``/``arch`` from a
-``gpustack--...-<os>-<arch>`` name, ``node.kubernetes.io/instance-type`` of AWS pools). The group's
-effective protocol and device request come from :func:`gpu_fabric.gpustack.admission_pipeline.analyze` (its
-``member_grants``). Then:
-
-* EFA transport only on EFA pools; RDMA transport never on EFA pools;
-* ``fabricInterfaceCount`` no more than the pool's interfaces per node;
-* a ModelDeployment role's transfer fabric is its pool's fabric (role grants, pool = InstanceType).
+is picked when the selector holds on the pool's node labels
+(:meth:`gpu_fabric.kube.pool_view.PoolView.matches_selector`). The group's effective protocol and
+device request, and each ModelDeployment role's transfer leg, come from
+:func:`gpu_fabric.gpustack.admission_pipeline.analyze` over the stack's GPUStack objects.
 """
 
 from __future__ import annotations
@@ -18,25 +13,15 @@ from typing import Any, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.policies._props import PoolFacts, Resource, pool_facts, stack_resources
-from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
+from gpu_fabric.findings import Finding
 from gpu_fabric.gpustack.admission_pipeline import analyze
+from gpu_fabric.plan.transport_fabric import KV_MEMBER_TRANSPORT_FABRIC, member_findings, role_leg_findings
+from gpu_fabric.policies._props import Resource, pool_facts, stack_resources
+from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
 
 
-def member_findings(protocol: str, count: int, pool: PoolFacts) -> list[str]:
-    """Problems of one fabric member group on one pool."""
-    problems = []
-    if protocol == "efa" and pool.fabric != "efa":
-        problems.append(f"uses EFA transport but selects pool {pool.name}, which has fabric {pool.fabric} (EFA only on EFA pools)")
-    if protocol == "rdma" and pool.fabric == "efa":
-        problems.append(f"uses RDMA transport but selects EFA pool {pool.name} (EFA nodes have no RDMA verbs devices for Mooncake RDMA)")
-    if protocol in ("efa", "rdma") and pool.interfaces_per_node is not None and count > pool.interfaces_per_node:
-        problems.append(f"fabricInterfaceCount {count} exceeds the {pool.interfaces_per_node} interfaces per node of pool {pool.name}")
-    return problems
-
-
-def kv_cache_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
-    """``(urn, message)`` for every transport/pool mismatch."""
+def kv_cache_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
+    """``(urn, finding)`` for every transport/pool mismatch."""
     objects = gpustack_objects(list(resources))
     if not objects:
         return []
@@ -48,28 +33,32 @@ def kv_cache_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
                      default_namespace=DEFAULT_NAMESPACE, operator=profile)
     backends = {r.object_name: r.urn for r in objects if r.kind == "KVCacheBackend"}
     deployments = {(r.namespace or DEFAULT_NAMESPACE, r.object_name): r.urn for r in objects if r.kind == "ModelDeployment"}
-    problems: list[tuple[str, str]] = []
+    found: list[tuple[str, Finding]] = []
     for grant in report.member_grants:
         if not grant.uses_fabric:
             continue
         for pool in pools:
             if pool.matches_selector(grant.node_selector):
-                for problem in member_findings(grant.protocol, grant.fabric_interface_count, pool):
-                    problems.append((backends.get(grant.backend, ""),
-                                     f"KVCacheBackend {grant.backend}: spec.connection.managed.members[{grant.group_index}] {problem}"))
+                found.extend((backends.get(grant.backend, ""), finding) for finding in member_findings(grant, pool))
     by_name = {pool.name: pool for pool in pools if pool.source == "pool"}
     for role in report.role_grants:
         role_pool = by_name.get(role.instance_type)
-        if role_pool is not None and role_pool.fabric != role.fabric:
-            problems.append((deployments.get((role.namespace, role.deployment), ""),
-                             f"ModelDeployment {role.namespace}/{role.deployment}: spec.roles[{role.role_index}].resources.interface: "
-                             f"the transfer leg uses {role.fabric.upper()} but pool {pool.name} has fabric {pool.fabric}"))
-    return problems
+        if role_pool is not None:
+            found.extend((deployments.get((role.namespace, role.deployment), ""), finding)
+                         for finding in role_leg_findings(role, role_pool))
+    return found
+
+
+def _message(finding: Finding) -> str:
+    # A member group's problem reads on from its path; a role's follows it after a colon.
+    if finding.rule is KV_MEMBER_TRANSPORT_FABRIC:
+        return f"{finding.subject}: {finding.path} {finding.message}"
+    return str(finding)
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
-    for urn, message in kv_cache_findings(stack_resources(args)):
-        report_violation(message, urn or None)
+    for urn, finding in kv_cache_findings(stack_resources(args)):
+        report_violation(_message(finding), urn or None)
 
 
 kv_cache_transport_fabric = StackValidationPolicy(

@@ -1,15 +1,10 @@
-"""Policy d: an EFA node group lives in one subnet, in a cluster placement group unless it targets reserved capacity.
+"""Policy ``efa-node-group-placement``: the rule of :mod:`gpu_fabric.aws.node_group_placement` over a stack's node groups.
 
-EFA's OS-bypass traffic does not cross subnets or AZs, and EFA's latency depends on the nodes
-sharing a ``cluster`` placement group. A group that launches into an On-Demand Capacity
-Reservation or a Capacity Block must not get a new placement group (its reserved instances would
-not launch in it): AWS places such capacity.
-
-A node group is EFA when it carries ``vpc.amazonaws.com/efa.present: "true"`` or its launch
-template (referenced by a known name, or registered beside it) has EFA interfaces. Placement,
-reservations and Capacity Blocks are read from that launch template and the node group's
-``capacityType``; a placement group created by the same component counts as the template's group
-when the template's ``placement`` refers to a value unknown at preview.
+A node group is EFA when it carries ``vpc.amazonaws.com/efa.present: "true"`` or its launch template
+(referenced by a known name, or registered beside it) has EFA interfaces. Its placement is read from
+that launch template and the node group's ``capacityType``; a placement group created by the same
+component counts as the template's group when the template's ``placement`` refers to a value unknown
+at preview.
 """
 
 from __future__ import annotations
@@ -18,7 +13,8 @@ from typing import Any, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.config.aws_rules import subnet_count_problem
+from gpu_fabric.aws.node_group_placement import NodeGroupPlacement, placement_findings
+from gpu_fabric.findings import Finding
 from gpu_fabric.policies._props import (
     EFA_PRESENT_LABEL,
     NODE_GROUP_TYPE,
@@ -47,21 +43,17 @@ def targets_reserved_capacity(node_group: Resource, template: Optional[Resource]
     return known_str(as_mapping(template.props.get("instanceMarketOptions")).get("marketType")) == "capacity-block"
 
 
-def node_group_findings(node_group: Resource, resources: Sequence[Resource]) -> list[str]:
-    """Every placement problem of one EFA node group ([] for a non-EFA group)."""
+def node_group_placement(node_group: Resource, resources: Sequence[Resource]) -> Optional[NodeGroupPlacement]:
+    """The placement of one node group as its resources declare it (``None`` for a group without EFA)."""
     template = node_group_launch_template(node_group, resources)
     is_efa = (as_mapping(node_group.props.get("labels")).get(EFA_PRESENT_LABEL) == "true"
               or (template is not None and bool(efa_interfaces(template.props))))
     if not is_efa:
-        return []
-    problems = []
+        return None
     subnets = node_group.props.get("subnetIds")
-    subnet_problem = None if is_unknown(subnets) else subnet_count_problem(len(as_list(subnets)))
-    if subnet_problem:
-        problems.append(f"EFA node group {node_group.name}: {subnet_problem}")
+    subnet_count = None if is_unknown(subnets) else len(as_list(subnets))
     if template is None:
-        return problems
-    reserved = targets_reserved_capacity(node_group, template)
+        return NodeGroupPlacement(node_group.name, subnet_count)
     placement = as_mapping(template.props.get("placement"))
     group_name = placement.get("groupName") or placement.get("groupId")
     created = siblings(template, resources, PLACEMENT_GROUP_TYPE)
@@ -69,29 +61,25 @@ def node_group_findings(node_group: Resource, resources: Sequence[Resource]) -> 
         # A group created beside the template has no name before it exists (auto-named): the
         # reference is unknown at preview and dropped by the offline render.
         group_name = created[0].name
-    if not reserved and not group_name:
-        problems.append(
-            f"EFA node group {node_group.name}: launch template {template.name} sets no placement group; EFA nodes "
-            "need a cluster placement group unless they launch into a capacity reservation or Capacity Block"
-        )
-    if reserved and created:
-        problems.append(
-            f"EFA node group {node_group.name} targets a capacity reservation or Capacity Block but a new "
-            f"placement group ({', '.join(g.name for g in created)}) is created for it; reserved instances would not launch in it"
-        )
-    for group in created:
-        strategy = known_str(group.props.get("strategy"))
-        if strategy is not None and strategy != "cluster":
-            problems.append(f"placement group {group.name} of EFA node group {node_group.name} uses strategy {strategy!r}, not 'cluster'")
-    return problems
+    return NodeGroupPlacement(
+        node_group.name, subnet_count, launch_template=template.name,
+        placement_group=str(group_name) if group_name else None,
+        reserved=targets_reserved_capacity(node_group, template),
+        created_groups=tuple((group.name, known_str(group.props.get("strategy"))) for group in created))
+
+
+def node_group_findings(node_group: Resource, resources: Sequence[Resource]) -> list[Finding]:
+    """Every placement problem of one EFA node group ([] for a non-EFA group)."""
+    placement = node_group_placement(node_group, resources)
+    return placement_findings(placement) if placement is not None else []
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     resources = stack_resources(args)
     for node_group in resources:
         if node_group.type == NODE_GROUP_TYPE:
-            for problem in node_group_findings(node_group, resources):
-                report_violation(problem, node_group.urn)
+            for finding in node_group_findings(node_group, resources):
+                report_violation(finding.message, node_group.urn)
 
 
 efa_node_group_placement = StackValidationPolicy(

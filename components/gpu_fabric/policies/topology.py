@@ -1,13 +1,10 @@
-"""Policy f: fabric pools align accelerators and NICs on NUMA nodes (kubelet TopologyManager).
+"""Policies over the fabric pools' kubelet topology: the rules of :mod:`gpu_fabric.kube.topology_rules`.
 
-Two policies, since enforcement is per policy:
+Three policies, since enforcement is per policy:
 
-* ``fabric-pool-topology`` (mandatory): a fabric pool's TopologyManager policy is not ``none``, and
-  its CPU manager settings are consistent (``static`` needs reserved CPUs; policy options only with
-  ``static``) -- read back through :class:`gpu_fabric.config.topology.KubeletTopology`, the model the node
-  user data is rendered from;
-* ``fabric-pool-topology-alignment`` (advisory): ``best-effort`` admits misaligned pods; use
-  ``restricted`` or ``single-numa-node``;
+* ``fabric-pool-topology`` (mandatory): :func:`~gpu_fabric.kube.topology_rules.topology_input_findings`
+  over each fabric pool's ``topology`` input;
+* ``fabric-pool-topology-alignment`` (advisory): :func:`~gpu_fabric.kube.topology_rules.alignment_findings`;
 * ``fabric-pool-topology-delivered`` (advisory): the settings reach the pool's nodes, through the
   stack's EKS node group user data or a ``KubeletTopologyAgent``; otherwise they are computed and
   never applied, and the nodes run the kubelet default (``none``).
@@ -17,33 +14,12 @@ A pool without a ``topology`` block gets the fabric default (``restricted``/``co
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, pool_facts, stack_resources, unknown_paths
-
-ALIGNED_POLICIES = ("restricted", "single-numa-node")
-
-
-def mandatory_findings(topology: Mapping[str, Any]) -> list[str]:
-    """Problems that make a fabric pool's topology wrong (not merely weak)."""
-    from pydantic import ValidationError
-
-    from gpu_fabric.config.topology import KubeletTopology
-
-    if unknown_paths(topology):
-        return []  # every rule reads the whole setting: it is decided once the unknown part is known
-    problems = []
-    if topology.get("policy") == "none":
-        problems.append("TopologyManager policy 'none' does not align accelerators and NICs; use 'restricted' or 'single-numa-node'")
-    try:
-        KubeletTopology.model_validate(dict(topology))
-    except ValidationError as error:
-        for item in error.errors():
-            location = ".".join(str(part) for part in item["loc"]) or "topology"
-            problems.append(f"{location}: {item['msg'].removeprefix('Value error, ')}")
-    return problems
+from gpu_fabric.kube.topology_rules import alignment_findings, topology_input_findings
+from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, pool_facts, stack_resources
 
 
 def _fabric_pools(args: StackValidationArgs):
@@ -52,19 +28,14 @@ def _fabric_pools(args: StackValidationArgs):
 
 def _validate_mandatory(args: StackValidationArgs, report_violation: Any) -> None:
     for pool in _fabric_pools(args):
-        for problem in mandatory_findings(pool.topology or {}):
-            report_violation(f"{pool.fabric} pool {pool.name}: topology: {problem}", pool.urn)
+        for finding in topology_input_findings(pool.topology or {}):
+            report_violation(f"{pool.fabric} pool {pool.name}: topology: {finding.message}", pool.urn)
 
 
 def _validate_advisory(args: StackValidationArgs, report_violation: Any) -> None:
     for pool in _fabric_pools(args):
-        policy = (pool.topology or {}).get("policy", "restricted")
-        if policy == "best-effort":
-            report_violation(
-                f"{pool.fabric} pool {pool.name}: TopologyManager policy 'best-effort' admits pods whose accelerators "
-                "and NICs sit on different NUMA nodes; use 'restricted' or 'single-numa-node'",
-                pool.urn,
-            )
+        for finding in alignment_findings(pool.topology or {}):
+            report_violation(f"{pool.fabric} pool {pool.name}: {finding.message}", pool.urn)
 
 
 def undelivered_topologies(resources: list[Resource]) -> list[tuple[str, str]]:

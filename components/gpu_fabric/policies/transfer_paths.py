@@ -21,11 +21,12 @@ from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.config.shapes import UNKNOWN, is_unknown, unknown_paths
-from gpu_fabric.gpustack.findings import Finding
+from gpu_fabric.config.shapes import is_unknown, unknown_paths
+from gpu_fabric.findings import Finding, ObjectRef
 from gpu_fabric.gpustack.profiles import Profile, UnknownOperatorVersion, default_profile, profile_for
 from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP, analyze
 from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, stack_resources
+from gpu_fabric.policies.reporting import report_finding
 
 DEFAULT_NAMESPACE = "default"
 
@@ -109,30 +110,56 @@ def waiting_objects(objects: list[Resource], unidentified: bool = False) -> set[
             if _key_of(r) in unknown or (chain_unknown and _depends_on_cache_chain(r.props))}
 
 
-def _finding_key(finding: Finding) -> tuple[str, str, str]:
-    namespace = finding.namespace or DEFAULT_NAMESPACE if finding.kind in ("ModelDeployment", "KVCachePoolBinding") else None
-    return object_key(finding.kind, namespace, finding.name)
+def _analysis_key(resource: Resource) -> tuple[str, str, str]:
+    """The identity the analysis gives the resource's object (its name and namespace as the manifest holds them,
+    whatever they are): how its findings name it."""
+    metadata = as_mapping(resource.props.get("metadata"))
+    namespaced = resource.kind in ("ModelDeployment", "KVCachePoolBinding")
+    namespace = str(metadata.get("namespace") or DEFAULT_NAMESPACE) if namespaced else None
+    return object_key(resource.kind, namespace, str(metadata.get("name", "")))
+
+
+def _finding_key(subject: ObjectRef) -> tuple[str, str, str]:
+    namespace = subject.namespace or DEFAULT_NAMESPACE if subject.kind in ("ModelDeployment", "KVCachePoolBinding") else None
+    return object_key(subject.kind, namespace, subject.name)
+
+
+def transfer_findings(resources: list[Resource]) -> list[tuple[Finding, str | None]]:
+    """``(finding, urn)`` for every refusal of the analysis over the stack's GPUStack objects; a finding on an
+    object that waits for a value unknown at preview (:func:`waiting_objects`) rests on that value."""
+    objects = gpustack_objects(resources)
+    if not objects:
+        return []
+    urns: Mapping[tuple[str, str, str], str] = {_key_of(r): r.urn for r in objects}
+    profile, _ = stack_operator(resources)
+    if profile is None:
+        return []
+    unidentified = any(f":{GPUSTACK_GROUP}/" in r.type and r not in objects for r in resources)
+    waiting = waiting_objects(objects, unidentified)
+    # An object whose name or namespace is unknown is named by the analysis as its manifest holds them.
+    waiting |= {_analysis_key(r) for r in objects if _key_of(r) in waiting}
+    report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(resources),
+                     default_namespace=DEFAULT_NAMESPACE, operator=profile)
+    found: list[tuple[Finding, str | None]] = []
+    for finding in report.errors:
+        if finding.subject is None:
+            continue
+        key = _finding_key(finding.subject)
+        urn = urns.get(object_key(finding.subject.kind, finding.subject.namespace, finding.subject.name))
+        found.append((finding.waiting(key in waiting), urn))
+    return found
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     resources = stack_resources(args)
-    objects = gpustack_objects(resources)
-    if not objects:
+    if not gpustack_objects(resources):
         return
-    urns: Mapping[tuple[str, str, str], str] = {_key_of(r): r.urn for r in objects}
     profile, problem = stack_operator(resources)
     if profile is None:
         report_violation(str(problem))
         return
-    unidentified = any(f":{GPUSTACK_GROUP}/" in r.type and r not in objects for r in resources)
-    waiting = waiting_objects(objects, unidentified)
-    report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(resources),
-                     default_namespace=DEFAULT_NAMESPACE, operator=profile)
-    for finding in report.errors:
-        if _finding_key(finding) in waiting or str(UNKNOWN) in str(finding):
-            continue  # rests on a value unknown at preview: decided when it is known
-        urn = urns.get(object_key(finding.kind, finding.namespace, finding.name))
-        report_violation(f"{finding.object_ref}: {finding.path}: {finding.message}", urn)
+    for finding, urn in transfer_findings(resources):
+        report_finding(report_violation, finding, str(finding), urn)
 
 
 transfer_path_consistency = StackValidationPolicy(

@@ -15,7 +15,8 @@ from typing import Any, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.kube.workloads import ERROR, WORKLOAD_KINDS, FabricPool, FabricFinding, WorkloadShapeError, judge_workloads
+from gpu_fabric.findings import Finding, Severity as Verdict
+from gpu_fabric.kube.workloads import WORKLOAD_KINDS, FabricPool, WorkloadShapeError, judge_workloads, pool_finding_line
 from gpu_fabric.policies._props import PoolFacts, Resource, kubernetes_objects, pod_spec_of, pool_facts, rests_on_unknown, stack_resources
 
 
@@ -38,10 +39,10 @@ def _fabric_pool(pool: PoolFacts) -> FabricPool:
     return FabricPool.of(pool.name, pool.fabric, pool.labels, pool.taints, pool.manufacturer, None, pool.instance_types)
 
 
-def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, FabricFinding]]:
+def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
     """``(urn, finding)`` for every rule a workload resource of the stack breaks."""
     pools = fabric_pools(resources)
-    found: list[tuple[str, FabricFinding]] = []
+    found: list[tuple[str, Finding]] = []
     for resource in kubernetes_objects(resources):
         if resource.kind not in WORKLOAD_KINDS:
             continue
@@ -55,24 +56,23 @@ def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, FabricFi
     return found
 
 
-def _rests_on_volumes(finding: FabricFinding) -> bool:
+def _rests_on_volumes(finding: Finding) -> bool:
     """A finding about what a mount or volume brings to the pod: it waits while the pod's ``volumes`` are unknown."""
-    return "volumeMounts" in finding.path or "volumes" in finding.path
+    return any(segment in ("volumeMounts", "volumes") for segment in finding.path.segments)
 
 
-def _report(severity: str, args: StackValidationArgs, report_violation: Any) -> None:
+def _report(severity: Verdict, args: StackValidationArgs, report_violation: Any) -> None:
     for urn, finding in workload_findings(stack_resources(args)):
-        if finding.severity == severity:
-            report_violation(f"{finding.object_ref} {finding.path} (pool {finding.pool}): {finding.message} "
-                             f"[{finding.rule}]", urn)
+        if finding.severity is severity:
+            report_violation(pool_finding_line(finding), urn)
 
 
 def _validate_errors(args: StackValidationArgs, report_violation: Any) -> None:
-    _report(ERROR, args, report_violation)
+    _report(Verdict.ERROR, args, report_violation)
 
 
 def _validate_warnings(args: StackValidationArgs, report_violation: Any) -> None:
-    _report("warning", args, report_violation)
+    _report(Verdict.WARNING, args, report_violation)
 
 
 fabric_workloads = StackValidationPolicy(

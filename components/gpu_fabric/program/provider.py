@@ -189,7 +189,7 @@ def component_provider() -> Any:
             except ComponentInitError as error:
                 inner = error.inner
                 if isinstance(inner, ConfigError):
-                    raise _refusal(component, inner.problems) from None
+                    raise _refusal(component, inner.pairs) from None
                 if isinstance(inner, (pulumi.InputPropertiesError, pulumi.InputPropertyError)):
                     raise inner from None
                 raise

@@ -15,12 +15,13 @@ an ``Output`` there is refused at once with the property path and the reason.
 
 import itertools
 import secrets
+from dataclasses import replace
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Sequence, TypeVar
 
 import pulumi
 
 from gpu_fabric.aws import snake_case
-from gpu_fabric.config.base import ConfigError, format_path
+from gpu_fabric.config.base import ConfigError, Problem, as_finding, format_path
 from gpu_fabric.config.markers import marker_token
 
 T = TypeVar("T")
@@ -39,11 +40,11 @@ class InvalidInputError(ConfigError, pulumi.InputPropertiesError):
     whose ``errors`` carry the property paths, for the engine and other languages.
     """
 
-    def __init__(self, problems: Iterable[tuple[str, str]], component: str = "component"):
+    def __init__(self, problems: Iterable[Problem], component: str = "component"):
         ConfigError.__init__(self, problems)
         self.message = f"invalid arguments of {component}:\n  " + "\n  ".join(
-            f"{path}: {reason}" for path, reason in self.problems)
-        self.errors = [{"property_path": path, "reason": reason} for path, reason in self.problems]
+            f"{path}: {reason}" for path, reason in self.pairs)
+        self.errors = [{"property_path": path, "reason": reason} for path, reason in self.pairs]
         self.args = (self.message,)
 
     def __str__(self) -> str:
@@ -180,15 +181,18 @@ class DeferredInputs:
         Messages name the property of an ``Output`` rather than the marker that stood for it. The
         original error stays the ``__cause__``.
         """
+        problems: list[Problem]
         try:
             return check(self.values)
         except ConfigError as error:
-            problems = error.problems
+            problems = list(error.problems)
             cause: ValueError = error
         except ValueError as error:
             problems = [_at_field(str(line), default_path) for line in getattr(error, "problems", None) or [str(error)]]
             cause = error
-        raise InvalidInputError([(path, self.describe(reason)) for path, reason in problems], self.component) from cause
+        findings = [as_finding(problem) for problem in problems]
+        raise InvalidInputError([replace(finding, message=self.describe(finding.message)) for finding in findings],
+                                self.component) from cause
 
     def substitute(self, marker: str, resolved: Any) -> dict[str, Any]:
         """The arguments with one marker replaced by its resolved value (the others stay markers)."""

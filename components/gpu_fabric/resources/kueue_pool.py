@@ -11,7 +11,7 @@ from gpu_fabric.resources.args import PoolArgs, Required
 from gpu_fabric.resources.inputs import DeferredInputs, InvalidInputError
 from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
-from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.base import ConfigError, Problem
 from gpu_fabric.config.pool import PoolSpec, check_namespace
 
 QUEUE_OWNERS = ("gpustack", "standalone")
@@ -86,7 +86,7 @@ class KueuePool(pulumi.ComponentResource):
 def validate_kueue_pool_args(args: Mapping[str, Any]) -> tuple[PoolSpec, list[str], str]:
     """The pool, namespaces and owner of ``KueuePoolArgs``; raises naming every bad property."""
     owner = args.get("queue_owner") or "gpustack"
-    problems: list[tuple[str, str]] = []
+    problems: list[Problem] = []
     if owner not in QUEUE_OWNERS:
         problems.append(("queue_owner", f"must be gpustack or standalone, got {owner!r}"))
     namespaces = list(args.get("namespaces") or [])

@@ -12,7 +12,7 @@ from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
 from gpu_fabric.resources.model_deployment import operator_profile
 from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, qualified_name, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
-from gpu_fabric.config.base import ConfigError, SpecModel
+from gpu_fabric.config.base import ConfigError, Problem, SpecModel
 from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec
 from gpu_fabric.gpustack.admission_pipeline import analyze
 
@@ -62,7 +62,7 @@ class KVCacheObjects:
         self.operator = operator_profile(args, "KVCache")
         refused = analyze([*self.backends, *self.pools, *self.bindings], operator=self.operator).errors
         if refused:
-            raise InvalidInputError(((f"{f.object_ref}.{f.path}", f.message) for f in refused), "KVCache")
+            raise InvalidInputError((f.moved(f"{f.subject}.{f.path}").about(None) for f in refused), "KVCache")
 
 
 class KVCache(pulumi.ComponentResource):
@@ -120,7 +120,7 @@ class KVCache(pulumi.ComponentResource):
 
 def _parse(args: Mapping[str, Any], key: str, model: type[SpecModel]) -> list[Any]:
     items: list[Any] = []
-    problems: list[tuple[str, str]] = []
+    problems: list[Problem] = []
     for i, item in enumerate(args.get(key) or []):
         try:
             items.append(model.model_validate(item))

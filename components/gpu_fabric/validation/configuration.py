@@ -16,12 +16,17 @@ from typing import Any, Iterable, Mapping, Optional
 
 from pydantic import ValidationError
 
+from gpu_fabric.findings import FieldPath, Finding, Rule
 from gpu_fabric.gpustack.objects import gpustack_manifests
+from gpu_fabric.gpustack.rules import ADMISSION_RULES, GPUSTACK_OPERATOR_VERSION
 from gpu_fabric.kube.kueue import pool_quotas
+from gpu_fabric.kube.pool_view import pool_view_of
+from gpu_fabric.plan.efa_domain_rules import DOMAIN_RULES
 from gpu_fabric.plan.efa_domains.from_config import domains_from_config
 from gpu_fabric.plan.fabric_plan import coverage_gaps, topology_agent_problems
+from gpu_fabric.plan.transport_fabric import role_leg_findings
 from gpu_fabric.validation.fabric_facts import advertiser_problems, instance_fact_problems
-from gpu_fabric.validation.pack_verdicts import pack_problems, policy_message, refusal_error
+from gpu_fabric.validation.pack_verdicts import pack_problems
 from gpu_fabric.config.quantity import parse_quantity, whole_count
 from gpu_fabric.config.base import ConfigError, number_problems
 from gpu_fabric.config.fabric import FabricConfig
@@ -29,6 +34,14 @@ from gpu_fabric.config.pool import PoolSpec
 from gpu_fabric.config.syntax import region_of_zone
 from gpu_fabric.gpustack.profiles import UnknownOperatorVersion, profile_for
 from gpu_fabric.gpustack.admission_pipeline import analyze
+
+REFERENCES = Rule(
+    "configuration-references",
+    "names are declared once, references name declared objects, and each role fits one node of its pool",
+    "components/gpu_fabric/validation/configuration.py")
+AWS_TARGET = Rule(
+    "aws-target", "node groups join the one cluster the Kubernetes objects go to, in the AWS provider's region",
+    "https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html")
 
 
 def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) -> FabricConfig:
@@ -44,7 +57,7 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         config = FabricConfig.model_validate(dict(values))
     except ValidationError as error:
         raise ConfigError.from_validation_error(error, model=FabricConfig) from None
-    problems = list(_operator_problems(config))
+    problems: list[Finding] = list(_operator_problems(config))
     problems.extend(_reference_problems(config))
     problems.extend(_aws_target_problems(config, aws_region))
     # Independent of every other rule: reported beside them, never in their way.
@@ -65,20 +78,25 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
         problems.extend(pack_problems(config))
     problems.extend(fact_problems)
     if problems:
-        # Refused by policies alone (each problem tagged): a PackRefusalError, which the CLI exits 1 for.
-        raise refusal_error(problems)
+        # Refused by mandatory policies alone: ConfigError.exit_code is 1, as check's for a violation.
+        raise ConfigError(problems)
     return config
 
 
-def _operator_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+def _operator_problems(config: FabricConfig) -> Iterable[Finding]:
     """The operator version must be one gpu-fabric mirrors: it decides every GPUStack object's schema and rules."""
     try:
         profile_for(config.gpustack_operator)
     except UnknownOperatorVersion as error:
-        yield "gpustackOperator", str(error)
+        yield Finding.of(GPUSTACK_OPERATOR_VERSION, "gpustackOperator", str(error))
 
 
-def _aws_target_problems(config: FabricConfig, aws_region: Optional[str]) -> Iterable[tuple[str, str]]:
+def _aws_target_problems(config: FabricConfig, aws_region: Optional[str]) -> Iterable[Finding]:
+    for path, message in _aws_target_pairs(config, aws_region):
+        yield Finding.of(AWS_TARGET, path, message)
+
+
+def _aws_target_pairs(config: FabricConfig, aws_region: Optional[str]) -> Iterable[tuple[str, str]]:
     """Node groups join the cluster the Kubernetes objects go to, in the region they are created in."""
     target = config.kubernetes.eks_cluster if config.kubernetes else None
     if target is not None and target.region and aws_region and target.region != aws_region:
@@ -108,7 +126,12 @@ def _duplicates(names: Iterable[Any]) -> set[Any]:
     return repeated
 
 
-def _reference_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+def _reference_problems(config: FabricConfig) -> Iterable[Finding]:
+    for path, message in _reference_pairs(config):
+        yield Finding.of(REFERENCES, path, message)
+
+
+def _reference_pairs(config: FabricConfig) -> Iterable[tuple[str, str]]:
     for key, items, identity in (
         ("namespaces", config.namespaces, lambda item: item),
         ("pools", config.pools, lambda item: item.name),
@@ -171,19 +194,18 @@ def _role_fits_pool(path: str, accelerator: Any, interface: Any, pool: PoolSpec)
                    f"{count} interfaces do not fit on one node of pool {pool.name} ({pool.interfaces_per_node} per node)")
 
 
-def _coverage_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+def _coverage_problems(config: FabricConfig) -> Iterable[Finding]:
     position = {pool.name: i for i, pool in enumerate(config.pools)}
     for gap in coverage_gaps(config):
-        yield (f"pools[{position[gap.pool]}]",
-               policy_message(f"no device plugin serves this {gap.fabric} pool: {gap.reason}", "device-plugin-coverage"))
+        yield gap.finding().at(f"pools[{position[gap.pool]}]")
 
 
-def _domain_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+def _domain_problems(config: FabricConfig) -> Iterable[Finding]:
     for finding in domains_from_config(config).findings:
-        yield finding.path, finding.message
+        yield Finding.of(DOMAIN_RULES[finding.rule], finding.path, finding.message)
 
 
-def _topology_agent_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+def _topology_agent_problems(config: FabricConfig) -> Iterable[Finding]:
     return topology_agent_problems(config)
 
 
@@ -192,7 +214,15 @@ def _listing(names: Iterable[str]) -> str:
     return "declared: " + ", ".join(names) if names else "none declared"
 
 
-def _transfer_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+def _config_path(item: str, object_path: str | FieldPath) -> FieldPath:
+    """A manifest's field path placed on the configuration item it was built from: ``spec.x`` -> ``item.x``;
+    ``apiVersion``/``metadata`` -> the item itself."""
+    path = object_path if isinstance(object_path, FieldPath) else FieldPath.parse(object_path)
+    base = FieldPath.parse(item)
+    return base / FieldPath(path.segments[1:]) if path.head == "spec" else base
+
+
+def _transfer_problems(config: FabricConfig) -> Iterable[Finding]:
     report = analyze(
         gpustack_manifests(config),
         manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},
@@ -206,16 +236,17 @@ def _transfer_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
         "KVCachePool": ("kvCachePools", {(None, p.name): i for i, p in enumerate(config.kv_cache_pools)}),
         "KVCacheBackend": ("kvCacheBackends", {(None, b.name): i for i, b in enumerate(config.kv_cache_backends)}),
     }
-    for finding in report.errors:
-        key, by_identity = positions[finding.kind]
-        namespaced = finding.kind in ("ModelDeployment", "KVCachePoolBinding")
-        item = f"{key}[{by_identity[(finding.namespace if namespaced else None, finding.name)]}]"
-        # Manifest paths map onto the configuration item: spec.x -> item.x; apiVersion/metadata -> the item.
-        suffix = finding.path.removeprefix("spec") if finding.path.startswith("spec") else ""
-        yield item + suffix, finding.message
+    for error in report.errors:
+        if error.subject is None:
+            continue  # every finding of the analysis names its object
+        kind = error.subject.kind
+        key, by_identity = positions[kind]
+        namespaced = kind in ("ModelDeployment", "KVCachePoolBinding")
+        item = f"{key}[{by_identity[(error.subject.namespace if namespaced else None, error.subject.name)]}]"
+        yield error.moved(_config_path(item, error.path)).about(None)
     for grant in report.role_grants:
         pool = config.pool(grant.instance_type)
-        if pool is not None and pool.fabric != grant.fabric:
-            position = deployment_position[(grant.namespace, grant.deployment)]
-            yield (f"modelDeployments[{position}].roles[{grant.role_index}].resources.interface",
-                   f"the transfer leg uses {grant.fabric.upper()} but pool {pool.name} has fabric {pool.fabric}")
+        if pool is not None:
+            item = f"modelDeployments[{deployment_position[(grant.namespace, grant.deployment)]}]"
+            for finding in role_leg_findings(grant, pool_view_of(pool)):
+                yield finding.moved(_config_path(item, finding.path)).about(None)

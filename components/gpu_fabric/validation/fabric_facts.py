@@ -13,19 +13,20 @@ from typing import Iterable
 
 from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings
 from gpu_fabric.config.fabric import FabricConfig
-from gpu_fabric.kube.advertisers import ERROR, advertiser_findings
+from gpu_fabric.findings import Finding
+from gpu_fabric.kube.advertisers import EFA_PLUGIN_VERSION, advertiser_findings
 from gpu_fabric.kube.workloads import FabricPool, fabric_pool_of
 from gpu_fabric.plan.fabric_plan import stack_device_plugin_daemonsets
 
 
-def instance_fact_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+def instance_fact_problems(config: FabricConfig) -> Iterable[Finding]:
     """Pool names and counts the instance facts of their node groups contradict."""
     for i, pool in enumerate(config.pools):
         if pool.aws is None:
             continue
         items = known_items(pool.aws.instance_types)
         for finding in pool_instance_findings(pool.model_dump(by_alias=True, exclude_none=True), items):
-            yield f"pools[{i}].{finding.field}", f"{finding.message} (policy pool-instance-facts)"
+            yield finding.at(f"pools[{i}]")
 
 
 def stack_fabric_pools(config: FabricConfig) -> list[FabricPool]:
@@ -33,11 +34,11 @@ def stack_fabric_pools(config: FabricConfig) -> list[FabricPool]:
     return [fabric_pool_of(pool) for pool in config.pools]
 
 
-def advertiser_problems(config: FabricConfig) -> Iterable[tuple[str, str]]:
+def advertiser_problems(config: FabricConfig) -> Iterable[Finding]:
     """The stack's own device plugins against its pools: the EFA plugin's version floor, one advertiser per pool."""
     position = {pool.name: i for i, pool in enumerate(config.pools)}
     for finding in advertiser_findings(stack_fabric_pools(config), stack_device_plugin_daemonsets(config)):
-        if finding.severity != ERROR:
+        if not finding.is_error:
             continue
-        path = "devicePlugins.efa.imageTag" if finding.rule == "efa-plugin-version" else f"pools[{position[finding.pool]}]"
-        yield path, f"{finding.message} (policy fabric-advertisers)"
+        path = "devicePlugins.efa.imageTag" if finding.rule is EFA_PLUGIN_VERSION else f"pools[{position[finding.pool or '']}]"
+        yield finding.moved(path).about(None)

@@ -21,9 +21,9 @@ from gpu_fabric.gpustack.admission.kv_cache_backend import backend_findings
 from gpu_fabric.gpustack.admission.kv_cache_pool import pool_findings
 from gpu_fabric.gpustack.admission.kv_cache_pool_binding import binding_findings
 from gpu_fabric.gpustack.admission.model_deployment import deployment_findings
-from gpu_fabric.gpustack.findings import Finding
+from gpu_fabric.findings import Finding
 
-EngineRule = Callable[[Mapping[str, Any]], list[tuple[str, str, str]]]
+EngineRule = Callable[[Mapping[str, Any]], list[Finding]]
 
 
 def object_admission_findings(obj: Mapping[str, Any], namespace: str,

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from gpu_fabric.config.quantity import QuantityError, parse_quantity
 from gpu_fabric.config.shapes import mapping_at
-from gpu_fabric.gpustack.findings import Finding
+from gpu_fabric.findings import Finding, ObjectRef
 
 ENGINE_VLLM = "vLLM"
 ENGINE_SGLANG = "SGLang"
@@ -79,7 +79,8 @@ def duplicate_value(value: str) -> str:
     return f"Duplicate value: {json.dumps(value, ensure_ascii=False)}"
 
 
-def object_findings(kind: str, obj: Mapping[str, Any], found: list[tuple[str, str]], namespace: str | None) -> list[Finding]:
-    """``(path, message)`` refusals against one object, as findings naming it."""
+def object_findings(kind: str, obj: Mapping[str, Any], found: list[Finding], namespace: str | None) -> list[Finding]:
+    """Findings against one object (``found``, at paths of the object), naming it."""
     meta = mapping_at(obj, "metadata")
-    return [Finding(kind, str(meta.get("name") or ""), path, message, namespace) for path, message in found]
+    subject = ObjectRef(kind, str(meta.get("name") or ""), namespace)
+    return [finding.about(subject) for finding in found]

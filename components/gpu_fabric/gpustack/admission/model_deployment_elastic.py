@@ -21,6 +21,8 @@ from gpu_fabric.gpustack.admission.common import (
     quantity_or_none,
     roles_of,
 )
+from gpu_fabric.findings import Finding, ObjectRef, Severity
+from gpu_fabric.gpustack.rules import MODEL_DEPLOYMENT_ADMISSION
 
 # modelDeploymentElasticOwnedFlags / modelDeploymentElasticOwnedEnv (model_deployment_elastic.go).
 ELASTIC_OWNED_FLAGS = frozenset({
@@ -38,6 +40,12 @@ ELASTIC_WIDTH_MIN, ELASTIC_WIDTH_MAX = 2, 64
 # validateModelDeploymentElasticOwnedKeys: single-dash abbreviations the engine resolves.
 _ELASTIC_ABBREVIATIONS = {"dp": "data-parallel-size", "dpl": "data-parallel-size-local", "dpb": "data-parallel-backend",
                           "dpa": "data-parallel-address", "tp": "tensor-parallel-size", "pp": "pipeline-parallel-size"}
+
+
+def _refuse(path: str, message: str) -> Finding:
+    """A refusal of the webhook at ``path`` of the object (named by the caller)."""
+    return Finding.of(MODEL_DEPLOYMENT_ADMISSION, path, message)
+
 
 
 def declared_parallelism(extra_args: Sequence[str]) -> tuple[dict[str, int], str | None]:
@@ -72,57 +80,57 @@ def declared_parallelism(extra_args: Sequence[str]) -> tuple[dict[str, int], str
     return declared, None
 
 
-def elastic_findings(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+def elastic_findings(spec: Mapping[str, Any]) -> list[Finding]:
     """``validateModelDeploymentElasticShape`` (create): one managed vLLM Server role of whole cards."""
     roles = roles_of(spec)
     elastic = [i for i, role in enumerate(roles) if isinstance(role.get("elasticEp"), Mapping)]
     if not elastic:
         return []
     engine = engine_name(spec)
-    found: list[tuple[str, str]] = []
+    found: list[Finding] = []
     if engine != ENGINE_VLLM:
-        found.append(("spec.engine.name", "the elastic-EP profile runs the vLLM engine; no other engine carries the "
+        found.append(_refuse("spec.engine.name", "the elastic-EP profile runs the vLLM engine; no other engine carries the "
                                           "elastic contract this profile renders"))
     if len(elastic) > 1:
-        found.append(("spec.roles", "at most one role may carry spec.roles[].elasticEp: the profile is one managed "
+        found.append(_refuse("spec.roles", "at most one role may carry spec.roles[].elasticEp: the profile is one managed "
                                     "vLLM Server role"))
     if len(roles) > 1:
-        found.append(("spec.roles", "spec.roles[].elasticEp is the deployment's ONLY role: one managed vLLM Server "
+        found.append(_refuse("spec.roles", "spec.roles[].elasticEp is the deployment's ONLY role: one managed vLLM Server "
                                     "role, whose width -- not a second role -- sizes the collective"))
     for i in elastic:
         role, path = roles[i], f"spec.roles[{i}]"
         width = int_or(role["elasticEp"].get("width"), 0)
         if not ELASTIC_WIDTH_MIN <= width <= ELASTIC_WIDTH_MAX:
-            found.append((f"{path}.elasticEp.width", f"total GPU engines including the reserved master must be between "
+            found.append(_refuse(f"{path}.elasticEp.width", f"total GPU engines including the reserved master must be between "
                                                      f"{ELASTIC_WIDTH_MIN} and {ELASTIC_WIDTH_MAX}"))
         extra_args = list_at(role, "extraArgs")
         declared, error = declared_parallelism(extra_args)
         if error:
-            found.append((f"{path}.extraArgs", error))
+            found.append(_refuse(f"{path}.extraArgs", error))
         else:
             if declared["elastic_max_dp"] > 0 and width > declared["elastic_max_dp"]:
-                found.append((f"{path}.elasticEp.width",
+                found.append(_refuse(f"{path}.elasticEp.width",
                               f"must not exceed the startup --elastic-ep-max-dp-size ({declared['elastic_max_dp']})"))
             if declared["pipeline"] != 1 or declared["prefill_context"] != 1:
-                found.append((f"{path}.extraArgs", "each elastic member holds one TP group; pipeline and prefill "
+                found.append(_refuse(f"{path}.extraArgs", "each elastic member holds one TP group; pipeline and prefill "
                                                    "context parallel sizes must be one"))
             found += _elastic_resources(role, path, declared["tensor"])
         if effective_role_kind(role) != KIND_SERVER:
-            found.append((f"{path}.kind", "the elastic-EP profile is one managed vLLM Server role; prefill/decode "
+            found.append(_refuse(f"{path}.kind", "the elastic-EP profile is one managed vLLM Server role; prefill/decode "
                                           "kinds do not compose with it"))
         if int_or(role.get("replicas"), 1) != 1:
-            found.append((f"{path}.replicas", "the elastic-EP profile is one serving instance; width, not replicas, "
+            found.append(_refuse(f"{path}.replicas", "the elastic-EP profile is one serving instance; width, not replicas, "
                                               "sizes the collective"))
         if int_or(role.get("size"), 1) != 1:
-            found.append((f"{path}.size", "each elastic member is exactly one Pod; the member count is width, not size"))
+            found.append(_refuse(f"{path}.size", "each elastic member is exactly one Pod; the member count is width, not size"))
         if role.get("command"):
-            found.append((f"{path}.command", "the elastic renderer owns the argv of the managed role; a taken-over "
+            found.append(_refuse(f"{path}.command", "the elastic renderer owns the argv of the managed role; a taken-over "
                                              "command has no elastic rendering"))
         found += _elastic_owned_keys(role, path)
     return found
 
 
-def _elastic_resources(role: Mapping[str, Any], path: str, tensor_parallel: int) -> list[tuple[str, str]]:
+def _elastic_resources(role: Mapping[str, Any], path: str, tensor_parallel: int) -> list[Finding]:
     """validateModelDeploymentElasticResources: the whole, fixed TP group per member, no interface."""
     resources = role.get("resources")
     if not isinstance(resources, Mapping):
@@ -131,28 +139,28 @@ def _elastic_resources(role: Mapping[str, Any], path: str, tensor_parallel: int)
     found = []
     accelerator = resources.get("accelerator")
     if accelerator is not None and quantity_or_none(accelerator) != tensor_parallel:
-        found.append((f"{path}.accelerator", f"each elastic member takes exactly {tensor_parallel} whole accelerators per Pod"))
+        found.append(_refuse(f"{path}.accelerator", f"each elastic member takes exactly {tensor_parallel} whole accelerators per Pod"))
     for key in ("acceleratorSlicedMemoryPercentage", "acceleratorSlicedCoresPercentage"):
         if resources.get(key):
-            found.append((f"{path}.{key}", "the elastic profile takes whole, non-sliced accelerators"))
+            found.append(_refuse(f"{path}.{key}", "the elastic profile takes whole, non-sliced accelerators"))
     if resources.get("acceleratorPartitionedProfile"):
-        found.append((f"{path}.acceleratorPartitionedProfile", "the elastic profile takes whole, non-partitioned accelerators"))
+        found.append(_refuse(f"{path}.acceleratorPartitionedProfile", "the elastic profile takes whole, non-partitioned accelerators"))
     interface = resources.get("interface")
     if interface is not None and quantity_or_none(interface) != 0:
-        found.append((f"{path}.interface", "the initial elastic profile requests no fabric interface"))
+        found.append(_refuse(f"{path}.interface", "the initial elastic profile requests no fabric interface"))
     return found
 
 
-def _elastic_owned_keys(role: Mapping[str, Any], path: str) -> Iterable[tuple[str, str]]:
+def _elastic_owned_keys(role: Mapping[str, Any], path: str) -> Iterable[Finding]:
     """validateModelDeploymentElasticOwnedKeys."""
     extra_args = list_at(role, "extraArgs")
     for arg in extra_args:
         flag_name = str(arg).lstrip("-").split("=", 1)[0]
         flag = "--" + _ELASTIC_ABBREVIATIONS.get(flag_name, flag_name)
         if flag in ELASTIC_OWNED_FLAGS:
-            yield f"{path}.extraArgs", f"{flag} is written by the elastic renderer itself"
+            yield _refuse(f"{path}.extraArgs", f"{flag} is written by the elastic renderer itself")
     env = list_at(role, "env")
     for i, entry in enumerate(env):
         name = str((entry or {}).get("name", "")) if isinstance(entry, Mapping) else ""
         if name in ELASTIC_OWNED_ENV:
-            yield f"{path}.env[{i}].name", f"{name} is written by the elastic renderer itself"
+            yield _refuse(f"{path}.env[{i}].name", f"{name} is written by the elastic renderer itself")

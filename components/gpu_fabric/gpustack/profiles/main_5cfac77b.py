@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
+from gpu_fabric.findings import Finding
 from gpu_fabric.gpustack.admission.model_deployment import engine_version_rule
 from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, OPERATOR_REPOSITORY, SCHEMA_COMMIT, SOURCE_FILES
 from gpu_fabric.gpustack.profiles.model import FieldNote, Profile, Source
@@ -21,9 +22,9 @@ from gpu_fabric.gpustack.profiles.released import LATER_LINE_FIELDS, SHARED_HINT
 LINE = "main@" + OPERATOR_COMMIT[:8]
 
 
-def _engine_version(spec: Mapping[str, Any], _profile: Profile) -> list[tuple[str, str, str]]:
+def _engine_version(spec: Mapping[str, Any], _profile: Profile) -> list[Finding]:
     """``validateModelDeploymentEngineVersion`` at the pin: a role without an image owes ``engine.version``."""
-    return [(path, message, "error") for path, message in engine_version_rule(spec)]
+    return engine_version_rule(spec)
 
 PROFILE = Profile(
     line=LINE,

@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
-EngineRule = Callable[[Mapping[str, Any], "Profile"], list[tuple[str, str, str]]]
-"""An object-only admission rule over a ModelDeployment ``spec`` under a profile:
-``(path, message, severity)`` findings (severity ``error`` or ``warning``)."""
+from gpu_fabric.findings import Finding
+
+EngineRule = Callable[[Mapping[str, Any], "Profile"], list[Finding]]
+"""An object-only admission rule over a ModelDeployment ``spec`` under a profile: findings (errors or
+warnings) at paths of the spec."""
 
 
 @dataclass(frozen=True)

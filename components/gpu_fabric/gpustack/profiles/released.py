@@ -13,6 +13,8 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from gpu_fabric.config.shapes import mapping_at
+from gpu_fabric.findings import Finding, Severity
+from gpu_fabric.gpustack.rules import MODEL_DEPLOYMENT_ADMISSION
 from gpu_fabric.gpustack.profiles.model import FieldNote, Profile, Source
 
 DOCS_ROOT = "https://docs.gpustack.ai/gpustack-operator"
@@ -56,7 +58,7 @@ def hints_before_0_11() -> tuple[FieldNote, ...]:
                              for n in LATER_LINE_FIELDS))
 
 
-def required_engine_image_rule(spec: Mapping[str, Any], profile: Profile) -> list[tuple[str, str, str]]:
+def required_engine_image_rule(spec: Mapping[str, Any], profile: Profile) -> list[Finding]:
     """The released lines' engine rule: ``engine.image`` names the runner; no image is synthesized any more.
 
     The v0.9.2, v0.10.0 and v0.11.2 ModelDeployment pages annotate ``engine.image`` as required, and
@@ -76,13 +78,13 @@ def required_engine_image_rule(spec: Mapping[str, Any], profile: Profile) -> lis
     example = (f"gpustack/runner:cuda13.0-{str(engine.get('name', 'vLLM')).lower()}{version_hint}"
                if version_hint else "gpustack/runner:cuda13.0-vllm0.29.0")
     if imageless:
-        return [("spec.engine.image", (
+        return [Finding.of(MODEL_DEPLOYMENT_ADMISSION, "spec.engine.image", (
             f"Required value: GPUStack operator {version} requires engine.image (the runner image) and no longer "
             f"synthesizes one from engine.version; role \"{imageless[0]}\" names no image of its own. Write "
-            f"engine.image (for example {example}) (docs: \"Role images\", {profile.docs})"), "error")]
-    return [("spec.engine.image", (
+            f"engine.image (for example {example}) (docs: \"Role images\", {profile.docs})"))]
+    return [Finding.of(MODEL_DEPLOYMENT_ADMISSION, "spec.engine.image", (
         f"not confirmed for {version}: the docs mark engine.image required; whether an image on every role "
-        "waives it was not found. Set engine.image to be sure"), "warning")]
+        "waives it was not found. Set engine.image to be sure"), severity=Severity.WARNING)]
 
 
 ENGINE_VERSION_OPEN = (

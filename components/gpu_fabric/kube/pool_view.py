@@ -1,0 +1,133 @@
+"""One pool as the rules read it: its fabric, interfaces, node labels and taints, whatever it came from.
+
+A pool reaches the rules two ways: as ``load_config`` holds it (a typed
+:class:`~gpu_fabric.config.pool.PoolSpec`: :func:`pool_view_of`) and as a ``KueuePool`` component's
+``pool`` input carries it at preview (camelCase, any value possibly unknown: :func:`pool_view_of_input`).
+Both give the same :class:`PoolView` for the same pool, so a rule that reads one decides as it would
+on the other. The node labels are :func:`view_node_labels`: the pool's nodeLabels over what the
+platform adds (:func:`gpu_fabric.config.pool.platform_node_labels`), its node group's labels last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+
+from gpu_fabric.config.pool import INSTANCE_TYPE_LABEL, platform_node_labels
+from gpu_fabric.config.shapes import is_unknown
+
+if TYPE_CHECKING:
+    from gpu_fabric.config.pool import PoolSpec
+
+UNKNOWN_FABRIC = "<unknown at preview>"
+""":attr:`PoolView.fabric` of a pool whose fabric is unknown at preview: no fabric a rule wants, and not
+``none`` either (:attr:`PoolView.fabric_unknown` says so)."""
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """What one pool's nodes offer, as far as the rules care."""
+
+    name: str
+    fabric: str
+    """``efa``, ``rdma``, ``none`` (or :data:`UNKNOWN_FABRIC`)."""
+    interfaces_per_node: Optional[int] = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The labels every node of the pool carries (:func:`view_node_labels`)."""
+    taints: Sequence[Mapping[str, Any]] = ()
+    manufacturer: Optional[str] = None
+    instance_types: tuple[str, ...] = ()
+    topology: Optional[Mapping[str, Any]] = None
+    """The pool's ``topology`` spec (policy, scope, cpuManagerPolicy, reservedSystemCPUs ...), camelCase, if any."""
+
+    @property
+    def fabric_unknown(self) -> bool:
+        """The fabric is unknown at preview: a verdict that reads it waits for the value."""
+        return self.fabric == UNKNOWN_FABRIC
+
+    def matches_selector(self, selector: Mapping[str, Any]) -> bool:
+        """True when every ``key: value`` of a nodeSelector holds on this pool's nodes.
+
+        A pool of several instance types has no single ``node.kubernetes.io/instance-type`` label; a
+        selector naming one of its types picks the nodes of that type. An unknown value matches.
+        """
+        for key, value in selector.items():
+            if is_unknown(value):
+                continue
+            if key == INSTANCE_TYPE_LABEL and self.instance_types:
+                if str(value) not in self.instance_types:
+                    return False
+                continue
+            if self.labels.get(key) != str(value):
+                return False
+        return True
+
+
+def view_node_labels(name: str, fabric: str, node_labels: Mapping[str, Any], instance_types: Sequence[str] = (),
+                     node_group_labels: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Labels a pool's nodes carry: what the platform adds, the pool's nodeLabels, then its node group's labels.
+
+    EFA pools carry ``vpc.amazonaws.com/efa.present: "true"`` (our node groups set it); a
+    ``gpustack--...-<os>-<arch>`` name tells ``kubernetes.io/os``/``arch``; a single-type AWS pool
+    carries ``node.kubernetes.io/instance-type``. Values unknown at preview are left out.
+    """
+    labels = platform_node_labels(name, efa=fabric == "efa", instance_types=instance_types)
+    labels.update({str(k): str(v) for k, v in node_labels.items() if not is_unknown(v)})
+    labels.update({str(k): str(v) for k, v in (node_group_labels or {}).items() if not is_unknown(v)})
+    return labels
+
+
+def pool_view_of(spec: "PoolSpec") -> PoolView:
+    """A validated pool of the configuration."""
+    aws = spec.aws
+    instance_types = tuple(aws.instance_types) if aws is not None else ()
+    taints = [taint.model_dump(by_alias=True, exclude_none=True) for taint in [*spec.taints, *(aws.taints if aws else [])]]
+    return PoolView(
+        name=spec.name, fabric=spec.fabric, interfaces_per_node=spec.interfaces_per_node,
+        labels=view_node_labels(spec.name, spec.fabric, spec.node_labels, instance_types, aws.labels if aws else None),
+        taints=tuple(taints), manufacturer=spec.resolved_manufacturer, instance_types=instance_types,
+        topology=spec.topology.model_dump(by_alias=True, exclude_none=True))
+
+
+def _known_str(value: Any) -> Optional[str]:
+    if value is None or is_unknown(value) or isinstance(value, (Mapping, list)):
+        return None
+    return str(value)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int_or_none(value: Any) -> Optional[int]:
+    if isinstance(value, bool) or is_unknown(value) or value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def pool_view_of_input(pool: Mapping[str, Any]) -> Optional[PoolView]:
+    """A pool as a ``KueuePool``'s ``pool`` input carries it (camelCase; ``None`` while its name is not known)."""
+    from gpu_fabric.config.instance_type_names import manufacturer_of
+
+    name = _known_str(pool.get("name"))
+    if not name:
+        return None
+    # An unknown fabric is not "none": the rules that read it wait for the value (PoolView.fabric_unknown).
+    fabric = UNKNOWN_FABRIC if is_unknown(pool.get("fabric")) else _known_str(pool.get("fabric")) or "none"
+    aws = _mapping(pool.get("aws"))
+    instance_types = tuple(str(t) for t in _list(aws.get("instanceTypes")) if _known_str(t))
+    labels = view_node_labels(name, fabric, _mapping(pool.get("nodeLabels")), instance_types,
+                              {k: v for k, v in _mapping(aws.get("labels")).items() if _known_str(v)})
+    taints = [t for t in [*_list(pool.get("taints")), *_list(aws.get("taints"))] if isinstance(t, Mapping)]
+    topology = pool.get("topology")
+    return PoolView(
+        name=name, fabric=fabric, interfaces_per_node=_int_or_none(pool.get("interfacesPerNode")), labels=labels,
+        taints=tuple(taints), manufacturer=_known_str(pool.get("manufacturer")) or manufacturer_of(name),
+        instance_types=instance_types, topology=topology if isinstance(topology, Mapping) else None)
