@@ -24,7 +24,6 @@ from typing import Any, Mapping, Optional, Sequence
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.plan.efa_domains.derivation import (
-    EC2_EFA_LIMITS,
     INSTANCE_TYPE_LABEL,
     DomainAnalysis,
     DomainPlan,
@@ -32,6 +31,7 @@ from gpu_fabric.plan.efa_domains.derivation import (
     derive_domains,
 )
 from gpu_fabric.plan.efa_domains.description import describe_domain
+from gpu_fabric.plan.efa_domains.rules import DOMAIN_MEMBER_SELECTOR, EC2_EFA_LIMITS, POLICY as DOMAIN_POLICY
 from gpu_fabric.policies._props import (
     KUEUE_POOL_TYPE,
     NODE_GROUP_TYPE,
@@ -51,6 +51,7 @@ from gpu_fabric.policies._props import (
     stack_resources,
 )
 from gpu_fabric.policies.karpenter import node_pool_security_groups
+from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
 from gpu_fabric.gpustack.admission_pipeline import analyze
 
@@ -208,12 +209,11 @@ def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     # no pool" waits for it (it may be the one selected).
     pools_undecided = any(r.type == KUEUE_POOL_TYPE and rests_on_unknown(r.props, ("pool", "name")) for r in resources)
     for finding in analysis.findings:
-        if finding.rule == "fabric-mix":
+        if finding.policy != DOMAIN_POLICY:
             continue  # a member group on the wrong fabric: kv-cache-transport-fabric reports it
-        if finding.rule == "member-selector" and pools_undecided:
-            continue
+        finding = finding.waiting(finding.rule is DOMAIN_MEMBER_SELECTOR and pools_undecided)
         at = next((urn for prefix, urn in [*urns.items(), *objects.items()] if finding.path.startswith(prefix)), None)
-        report_violation(finding.message, at)
+        report_finding(report_violation, finding, finding.message, at)
 
 
 efa_domain_placement = StackValidationPolicy(

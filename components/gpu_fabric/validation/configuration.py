@@ -18,10 +18,9 @@ from pydantic import ValidationError
 
 from gpu_fabric.findings import FieldPath, Finding, Rule
 from gpu_fabric.gpustack.objects import gpustack_manifests
-from gpu_fabric.gpustack.rules import ADMISSION_RULES, GPUSTACK_OPERATOR_VERSION
+from gpu_fabric.gpustack.rules import GPUSTACK_OPERATOR_VERSION
 from gpu_fabric.kube.kueue import pool_quotas
 from gpu_fabric.kube.pool_view import pool_view_of
-from gpu_fabric.plan.efa_domain_rules import DOMAIN_RULES
 from gpu_fabric.plan.efa_domains.from_config import domains_from_config
 from gpu_fabric.plan.fabric_plan import coverage_gaps, topology_agent_problems
 from gpu_fabric.plan.transport_fabric import role_leg_findings
@@ -202,7 +201,7 @@ def _coverage_problems(config: FabricConfig) -> Iterable[Finding]:
 
 def _domain_problems(config: FabricConfig) -> Iterable[Finding]:
     for finding in domains_from_config(config).findings:
-        yield Finding.of(DOMAIN_RULES[finding.rule], finding.path, finding.message)
+        yield finding
 
 
 def _topology_agent_problems(config: FabricConfig) -> Iterable[Finding]:

@@ -23,21 +23,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal, Mapping, Optional, Sequence
 
+from gpu_fabric.findings import Finding
 from gpu_fabric.gpustack.admission_pipeline import TransferReport
 from gpu_fabric.gpustack.transfer_legs import FABRICS, MemberGrant, RoleGrant
 from gpu_fabric.kube.coverage import node_selector_matches
+from gpu_fabric.plan.efa_domains.rules import (
+    DOMAIN_AVAILABILITY_ZONE,
+    DOMAIN_FABRIC_MIX,
+    DOMAIN_ISOLATED_FAMILY,
+    DOMAIN_MEMBER_SELECTOR,
+    DOMAIN_VPC,
+    EC2_EFA_LIMITS,
+)
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-
-EC2_EFA_LIMITS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-limits"
-"""EC2 User Guide, "Elastic Fabric Adapter" -> "EFA limitations" (read 2026-11-30).
-
-It states "EFA traffic can't cross Availability Zones or VPCs." and "EFA traffic between P4d/P4de/DL1
-instances and other instance types is currently not supported." It lists no subnet restriction:
-the older text "EFA OS-bypass traffic is limited to a single subnet" is gone since EC2 added
-cross-subnet EFA in 2024. So pools of one domain may use different subnets of the same AZ and VPC,
-and gpu-fabric refuses only different AZs, different VPCs and the P4d/P4de/DL1 mix.
-"""
 
 EC2_EFA_SECURITY_GROUP = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html#efa-start-security"
 """EC2 User Guide, "Get started with EFA", step 1: "An EFA requires a security group that allows all
@@ -139,22 +138,12 @@ class DomainPlan:
 
 
 @dataclass(frozen=True)
-class DomainFinding:
-    """A domain that cannot carry its traffic: the field to fix, the other end, and why."""
-
-    path: str
-    other_path: str
-    message: str
-    rule: str = ""
-    """``availability-zone``, ``vpc``, ``isolated-family``, ``fabric-mix`` or ``member-selector``."""
-
-
-@dataclass(frozen=True)
 class DomainAnalysis:
     """The domains of a stack and every reason one of them cannot work."""
 
     domains: tuple[DomainPlan, ...] = ()
-    findings: tuple[DomainFinding, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    """Findings of :mod:`gpu_fabric.plan.efa_domains.rules` at the paths ``derive_domains`` was told to name."""
 
     def domain_of(self, pool: str) -> Optional[DomainPlan]:
         """The domain a pool belongs to, if any."""
@@ -270,40 +259,41 @@ def _isolated(pool: DomainPool) -> set[str]:
     return {t for t in pool.instance_types if _family(t) in ISOLATED_EFA_FAMILIES}
 
 
-def _leg_findings(leg: Leg, pools: Mapping[str, DomainPool]) -> Iterable[DomainFinding]:
+def _leg_findings(leg: Leg, pools: Mapping[str, DomainPool]) -> Iterable[tuple[Finding, str]]:
+    """Every reason the two ends of ``leg`` cannot exchange its traffic, each with the path of the other end."""
     a, b = pools[leg.source.pool], pools[leg.target.pool]
     if a.name == b.name:
         return
     joined = f"they exchange {leg.protocol.upper()} traffic over the {leg.describe()}"
     if a.fabric in FABRICS and b.fabric in FABRICS and a.fabric != b.fabric:
-        yield DomainFinding(b.path, a.path, (
+        yield Finding.of(DOMAIN_FABRIC_MIX, b.path, (
             f"pool {b.name} has fabric {b.fabric} but pool {a.name} ({a.path}) has fabric {a.fabric}; {joined}; "
-            "one domain cannot mix EFA and RDMA pools"), "fabric-mix")
+            "one domain cannot mix EFA and RDMA pools")), a.path
     if leg.protocol != "efa":
         return
     for attribute, label, why, rule in (
-        ("availability_zone", "availabilityZone", "EFA traffic can't cross Availability Zones", "availability-zone"),
-        ("vpc_id", "vpcId", "EFA traffic can't cross VPCs", "vpc"),
+        ("availability_zone", "availabilityZone", "EFA traffic can't cross Availability Zones", DOMAIN_AVAILABILITY_ZONE),
+        ("vpc_id", "vpcId", "EFA traffic can't cross VPCs", DOMAIN_VPC),
     ):
         mine, theirs = getattr(b, attribute), getattr(a, attribute)
         if mine and theirs and mine != theirs:
-            yield DomainFinding(b.field_path(label), a.field_path(label), (
+            yield Finding.of(rule, b.field_path(label), (
                 f"pool {b.name} is in {mine} but pool {a.name} ({a.field_path(label)}) is in {theirs}; {joined}; "
-                f"{why} ({EC2_EFA_LIMITS})"), rule)
+                f"{why} ({EC2_EFA_LIMITS})")), a.field_path(label)
     for one, other in ((a, b), (b, a)):
         isolated, rest = _isolated(one), set(other.instance_types) - _isolated(other)
         if isolated and rest:
-            yield DomainFinding(other.field_path("instanceTypes"), one.field_path("instanceTypes"), (
+            yield Finding.of(DOMAIN_ISOLATED_FAMILY, other.field_path("instanceTypes"), (
                 f"pool {other.name} ({', '.join(sorted(rest))}) and pool {one.name} ({', '.join(sorted(isolated))}, "
                 f"{one.field_path('instanceTypes')}) are joined; {joined}; EFA traffic between P4d/P4de/DL1 instances "
-                f"and other instance types is not supported ({EC2_EFA_LIMITS})"), "isolated-family")
+                f"and other instance types is not supported ({EC2_EFA_LIMITS})")), one.field_path("instanceTypes")
             break
 
 
 def _unmatched_members(
     pools: Sequence[DomainPool], report: TransferReport, role_path: Callable[[RoleGrant], str],
     member_path: Callable[[MemberGrant], str],
-) -> Iterable[DomainFinding]:
+) -> Iterable[Finding]:
     users: dict[str, list[RoleGrant]] = {}
     for grant in report.role_grants:
         if grant.cache_backend is not None and grant.cache_protocol in FABRICS:
@@ -316,13 +306,12 @@ def _unmatched_members(
             continue
         selected = [f"{p.name} (fabric {p.fabric})" for p in pools if selects_pool(member.node_selector, p)]
         using = users.get(member.backend, [])
-        other = role_path(using[0]) if using else member_path(member)
         readers = "; used by " + ", ".join(f"{g.deployment} role {g.role} ({role_path(g)})" for g in using) if using else ""
         selector = ", ".join(f"{k}={v}" for k, v in sorted(member.node_selector.items())) or "{}"
-        yield DomainFinding(f"{member_path(member)}.nodeSelector", other, (
+        yield Finding.of(DOMAIN_MEMBER_SELECTOR, f"{member_path(member)}.nodeSelector", (
             f"KVCacheBackend {member.backend} members[{member.group_index}] use {member.protocol.upper()} transport "
             f"but nodeSelector {selector} selects no {member.protocol} pool "
-            f"(selects: {', '.join(selected) or 'no pool of this stack'}){readers}"), "member-selector")
+            f"(selects: {', '.join(selected) or 'no pool of this stack'}){readers}"))
 
 
 def derive_domains(
@@ -349,12 +338,13 @@ def derive_domains(
         domain_legs = tuple(leg for leg in legs if leg.source.pool in names)
         domains.append(DomainPlan(names[0], fabrics.pop() if len(fabrics) == 1 else "mixed", members, domain_legs))
 
-    findings: list[DomainFinding] = []
+    findings: list[Finding] = []
     seen: set[tuple[str, str]] = set()
     for leg in legs:
-        for finding in _leg_findings(leg, by_name):
-            key = (finding.path, finding.other_path)
-            if key not in seen and (finding.other_path, finding.path) not in seen:
+        # A pair of pools is reported once, whichever end a leg starts from.
+        for finding, other_end in _leg_findings(leg, by_name):
+            key = (str(finding.path), other_end)
+            if key not in seen and (other_end, str(finding.path)) not in seen:
                 seen.add(key)
                 findings.append(finding)
     findings.extend(_unmatched_members(pools, report, role_path, member_path))

@@ -3,7 +3,7 @@
 EC2's "EFA limitations" (:data:`EC2_EFA_LIMITS`): "EFA traffic can't cross Availability Zones or VPCs", and
 "EFA traffic between P4d/P4de/DL1 instances and other instance types is currently not supported". A
 domain cannot mix EFA and RDMA pools, and a fabric member group must select a pool of its fabric. The
-domains and their findings are derived by :mod:`gpu_fabric.plan.efa_domains`; ``load_config`` refuses
+domains and their findings are derived by :mod:`gpu_fabric.plan.efa_domains.derivation`; ``load_config`` refuses
 them as unusable input (EC2 would not carry the traffic), and ``efa-domain-placement`` reports them at
 preview (a member group on a pool of the wrong fabric is ``kv-cache-transport-fabric``'s to report).
 """
@@ -13,7 +13,14 @@ from __future__ import annotations
 from gpu_fabric.findings import Refusal, Rule
 
 EC2_EFA_LIMITS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-limits"
-"""EC2 User Guide, "Elastic Fabric Adapter" -> "EFA limitations"."""
+"""EC2 User Guide, "Elastic Fabric Adapter" -> "EFA limitations" (read 2026-11-30).
+
+It states "EFA traffic can't cross Availability Zones or VPCs." and "EFA traffic between P4d/P4de/DL1
+instances and other instance types is currently not supported." It lists no subnet restriction:
+the older text "EFA OS-bypass traffic is limited to a single subnet" is gone since EC2 added
+cross-subnet EFA in 2024. So pools of one domain may use different subnets of the same AZ and VPC,
+and gpu-fabric refuses only different AZs, different VPCs and the P4d/P4de/DL1 mix.
+"""
 
 POLICY = "efa-domain-placement"
 
@@ -35,11 +42,5 @@ DOMAIN_MEMBER_SELECTOR = Rule(
     "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodeselector", policy=POLICY,
     refusal=Refusal.INPUT)
 
-DOMAIN_RULES: dict[str, Rule] = {
-    "availability-zone": DOMAIN_AVAILABILITY_ZONE,
-    "vpc": DOMAIN_VPC,
-    "isolated-family": DOMAIN_ISOLATED_FAMILY,
-    "fabric-mix": DOMAIN_FABRIC_MIX,
-    "member-selector": DOMAIN_MEMBER_SELECTOR,
-}
-"""The derivation's rule names (``DomainFinding.rule``) -> the rules."""
+RULES: tuple[Rule, ...] = (DOMAIN_AVAILABILITY_ZONE, DOMAIN_VPC, DOMAIN_ISOLATED_FAMILY, DOMAIN_FABRIC_MIX,
+                          DOMAIN_MEMBER_SELECTOR)
