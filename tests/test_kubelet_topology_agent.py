@@ -270,8 +270,8 @@ def test_an_agent_annotation_on_a_foreign_workload_does_not_buy_more_access() ->
     daemonset = efa_device_plugin_daemonset()
     daemonset["metadata"]["annotations"]["gpu-fabric.io/component"] = "kubelet-topology-agent"
     daemonset["spec"]["template"]["spec"]["hostPID"] = True
-    findings = host_access_findings([("x", daemonset, daemonset["spec"]["template"]["spec"])])
-    messages = [message for _, message in findings]
+    findings = host_access_findings(daemonset, daemonset["spec"]["template"]["spec"])
+    messages = [finding.message for finding in findings]
     # Claiming to be the agent only swaps one check for a stricter one: the plugin's host network and
     # its /dev mount are outside the agent's allowance.
     assert any("hostNetwork: true" in message for message in messages)

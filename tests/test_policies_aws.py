@@ -170,7 +170,7 @@ def test_tagged_hand_written_group_with_legacy_self_rules():
                       "", {"securityGroupId": (group.urn,)})
              for d in ("ingress", "egress")]
     assert group_findings(group, [group, *rules], [group]) == []
-    assert ["outbound" in p for p in group_findings(group, [group, rules[0]], [group])] == [True]
+    assert ["outbound" in f.message for f in group_findings(group, [group, rules[0]], [group])] == [True]
 
 
 # -- d. node groups ----------------------------------------------------------------------------------

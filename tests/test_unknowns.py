@@ -192,18 +192,26 @@ def test_a_gpustack_object_whose_identity_is_unknown_is_not_refused_for_it(name_
     assert run_policy(POLICIES_BY_NAME[TRANSFER_POLICY], with_sentinel("aws-efa", index, path)) == []
 
 
-def test_a_report_quoting_an_unknown_value_is_withheld_and_the_others_pass():
+def test_a_finding_resting_on_an_unknown_is_withheld_and_the_others_pass():
     from pulumi_policy import ResourceValidationPolicy
 
-    from gpu_fabric.policies._props import resource_of, withholding_undecided
+    from gpu_fabric.config.shapes import rests_on_unknown
+    from gpu_fabric.findings import Finding, Rule
+    from gpu_fabric.policies._props import resource_of
+    from gpu_fabric.policies.reporting import report_finding
     from gpu_fabric.policies.runner import run_policy
+
+    rule = Rule("quotes", "refuses the image and the name", "tests")
 
     def validate(args, report):
         props = resource_of(args).props
-        report(f"image {props.get('image')} is refused")
-        report("name is always refused")
+        image = Finding.of(rule, "image", f"image {props.get('image')} is refused",
+                           rests_on_unknown=rests_on_unknown(props, ("image",)))
+        report_finding(report, image, image.message)
+        name = Finding.of(rule, "name", "name is always refused")
+        report_finding(report, name, name.message)
 
-    policy = withholding_undecided(ResourceValidationPolicy(name="quotes", description="quotes the image", validate=validate))
+    policy = ResourceValidationPolicy(name="quotes", description="quotes the image", validate=validate)
     resource = Resource("kubernetes:core/v1:Pod", "p", "urn:p", {"image": ENGINE_UNKNOWN})
     assert [v.message for v in run_policy(policy, [resource])] == ["name is always refused"]
 

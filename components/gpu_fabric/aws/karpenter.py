@@ -25,7 +25,15 @@ from typing import Any, Mapping, Sequence
 
 from gpu_fabric.aws.efa import EFA, EFA_ONLY, PlannedInterface
 from gpu_fabric.aws.node_group import node_labels
-from gpu_fabric.config.node_group import KARPENTER_NODEPOOL_LABEL, AwsNodeGroupSpec, RootVolumeSpec
+from gpu_fabric.config.node_group import KARPENTER_MIN_VERSION, KARPENTER_NODEPOOL_LABEL, AwsNodeGroupSpec, RootVolumeSpec, karpenter_version
+from gpu_fabric.findings import Rule
+
+KARPENTER_EFA_POOL = Rule(
+    "karpenter-efa-pool",
+    "an EFA EC2NodeClass carries one layout fitting every instance type its NodePools allow, selects the stack's EFA "
+    "security group, no public IP beside several EFAs, one zone with a placement group, and Karpenter >= 1.11",
+    "https://github.com/aws/karpenter-provider-aws/blob/main/designs/efa-for-static-capacity.md",
+    policy="karpenter-efa-pool")
 
 EC2_NODE_CLASS_API_VERSION = "karpenter.k8s.aws/v1"
 NODE_POOL_API_VERSION = "karpenter.sh/v1"
@@ -103,6 +111,18 @@ def restricted_label_findings(labels: Mapping[str, str]) -> list[str]:
             findings.append(f"labels: {key} is set by Karpenter itself; a NodePool may not set it "
                             "(karpenter.sh_nodepools.yaml, template.metadata.labels)")
     return findings
+
+
+def version_findings(component: str, version: str) -> list[str]:
+    """A stated Karpenter older than 1.11 prunes networkInterfaces and placementGroupSelector."""
+    try:
+        stated = karpenter_version(version)
+    except ValueError:
+        return [f"KarpenterEfaPool {component}: karpenter.version {version!r} is not a version number"]
+    if stated < KARPENTER_MIN_VERSION:
+        return [f"KarpenterEfaPool {component}: Karpenter {version} cannot express the EFA layout; EC2NodeClass "
+                "networkInterfaces and placementGroupSelector need Karpenter >= 1.11 (PRs #9027, #9030)"]
+    return []
 
 
 def zone_pin_findings(has_placement_group: bool, zones: Sequence[str] | None) -> list[str]:

@@ -22,6 +22,14 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
+from gpu_fabric.findings import Rule
+
+DEVICE_MANAGER_LEAST_PRIVILEGE = Rule(
+    "device-manager-least-privilege",
+    "the Device Manager runs as its own ServiceAccount bound to exactly the access its code uses, without host "
+    "namespaces or host paths beyond its own", "gpustack/gpustack-operator: pkg/devicemanager",
+    policy="device-manager-least-privilege")
+
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 
 

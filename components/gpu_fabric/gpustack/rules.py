@@ -19,9 +19,9 @@ def _operator_rule(rule_id: str, summary: str, path: str) -> Rule:
     return Rule(rule_id, summary, f"{OPERATOR}: {path}", policy=POLICY, refusal=Refusal.INPUT)
 
 
-GPUSTACK_OPERATOR_VERSION = _operator_rule(
-    "gpustack-operator-version", "the stack names one GPUStack operator version gpu-fabric mirrors",
-    "gpu_fabric/gpustack/profiles (the release lines mirrored)")
+GPUSTACK_OPERATOR_VERSION = Rule(
+    "gpustack-operator-version", "the stack names one GPUStack operator version gpu-fabric mirrors (one per cluster)",
+    "https://github.com/gpustack/gpustack-operator/releases", policy=POLICY, refusal=Refusal.INPUT)
 GPUSTACK_CRD_SCHEMA = _operator_rule(
     "gpustack-crd-schema", "every worker.gpustack.ai object matches the operator's CRD schema, nothing pruned",
     "api/worker/v1alpha1/zz_generated.crds.go")

@@ -77,3 +77,14 @@ def alignment_findings(topology: Mapping[str, Any]) -> list[Finding]:
             "TopologyManager policy 'best-effort' admits pods whose accelerators and NICs sit on different NUMA nodes; "
             "use 'restricted' or 'single-numa-node'"), severity=Severity.WARNING)]
     return []
+
+
+def delivery_findings(pool: str, *, provisioned: bool, agent: bool) -> list[Finding]:
+    """A fabric pool's topology reaches its nodes through the stack's node group user data (``provisioned``) or a
+    kubelet topology agent (``agent``); otherwise it is computed and never applied (advisory)."""
+    if provisioned or agent:
+        return []
+    return [Finding.of(FABRIC_POOL_TOPOLOGY_DELIVERED, "", (
+        f"pool {pool}: its kubelet topology reaches no node: the stack does not provision its nodes and runs no "
+        "kubelet topology agent for it, so its kubelets keep their own TopologyManager policy"),
+        severity=Severity.WARNING, pool=pool)]

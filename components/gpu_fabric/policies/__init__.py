@@ -19,7 +19,6 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, Policy
 
-from gpu_fabric.policies._props import withholding_undecided
 from gpu_fabric.policies.advertisers import fabric_advertisers
 from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
@@ -46,7 +45,7 @@ from gpu_fabric.policies.topology import (
 from gpu_fabric.policies.transfer_paths import transfer_path_consistency
 from gpu_fabric.policies.workloads import fabric_workloads, fabric_workloads_advisory
 
-ALL_POLICIES: list[Policy] = [withholding_undecided(policy) for policy in (
+ALL_POLICIES: list[Policy] = [
     transfer_path_consistency,
     efa_launch_template_interfaces,
     pool_instance_facts,
@@ -71,9 +70,9 @@ ALL_POLICIES: list[Policy] = [withholding_undecided(policy) for policy in (
     kubelet_host_access,
     fabric_workloads,
     fabric_workloads_advisory,
-)]
-"""Every policy, in the order the pack lists them; a report quoting a value unknown at preview is
-withheld (:func:`gpu_fabric.policies._props.withholding_undecided`)."""
+]
+"""Every policy, in the order the pack lists them. Each reports the findings of the rules it adapts; a
+finding that rests on a value unknown at preview is withheld (:func:`gpu_fabric.policies.reporting.report_finding`)."""
 
 POLICIES_BY_NAME: dict[str, Policy] = {policy.name: policy for policy in ALL_POLICIES}
 

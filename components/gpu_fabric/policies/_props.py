@@ -20,9 +20,9 @@ Pool facts (:class:`PoolFacts`) come from two places:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from pulumi_policy import Policy, PolicyResource, StackValidationArgs
+from pulumi_policy import PolicyResource, StackValidationArgs
 
 from gpu_fabric.config import constants
 from gpu_fabric.config.shapes import UNKNOWN, Unknown, is_unknown, rests_on_unknown, unknown_paths  # noqa: F401 - rests_on_unknown: the policies' reader
@@ -48,36 +48,6 @@ def _is_unknown_sentinel(value: Any) -> bool:
     from pulumi_policy.proxy import _is_unknown
 
     return _is_unknown(value)
-
-
-UNKNOWN_TEXT = str(UNKNOWN)
-"""How the unknown value reads inside a message (``<unknown at preview>``)."""
-
-_PolicyT = TypeVar("_PolicyT", bound=Policy)
-
-
-def withholding_undecided(policy: _PolicyT) -> _PolicyT:
-    """``policy`` with every report that quotes a value unknown at preview withheld.
-
-    A message that names the unknown value ("container <unknown at preview>", "unknown taint effect
-    <unknown at preview>") was formed from a value the engine does not know yet: it is not a
-    decision, so it waits for the value. Every other report passes unchanged. Applied once, to
-    every policy of :data:`gpu_fabric.policies.ALL_POLICIES` (the pack, ``check`` and the tests).
-    """
-    # Resource and stack policies both define ``validate(args, report_violation)``; the instance
-    # attribute set below is what the analyzer servicer and the runner call.
-    validate = getattr(policy, "validate")
-
-    def decided_only(args: Any, report_violation: Any) -> Any:
-        def report(message: str, urn: Optional[str] = None) -> None:
-            if UNKNOWN_TEXT in (message or ""):
-                return
-            report_violation(message, urn)
-
-        return validate(args, report)
-
-    setattr(policy, "validate", decided_only)
-    return policy
 
 
 def _target(value: Any) -> Any:

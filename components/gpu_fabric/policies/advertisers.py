@@ -19,6 +19,7 @@ from gpu_fabric.kube.advertisers import advertiser_findings
 from gpu_fabric.kube.workloads import object_ref, pool_finding_line
 from gpu_fabric.policies._props import Resource, stack_resources
 from gpu_fabric.policies.device_plugins import declared_external_efa_plugins
+from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.policies.workloads import fabric_pools
 
 
@@ -38,7 +39,7 @@ def daemonset_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     for urn, finding in daemonset_findings(stack_resources(args)):
         if finding.is_error:
-            report_violation(pool_finding_line(finding), urn or None)
+            report_finding(report_violation, finding, pool_finding_line(finding), urn or None)
 
 
 fabric_advertisers = StackValidationPolicy(

@@ -21,7 +21,10 @@ from typing import Any, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
+from gpu_fabric.findings import Finding
+from gpu_fabric.gpustack.device_manager_access import DEVICE_MANAGER_LEAST_PRIVILEGE
 from gpu_fabric.policies._props import Resource, as_list, as_mapping, is_unknown, known_str, pod_spec_of, stack_resources
+from gpu_fabric.policies.reporting import report_finding
 
 _ROLE_KINDS = ("ClusterRole", "Role")
 _BINDING_KINDS = ("ClusterRoleBinding", "RoleBinding")
@@ -115,7 +118,8 @@ def device_manager_findings(resources: Sequence[Resource]) -> list[tuple[str, st
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     for urn, message in device_manager_findings(stack_resources(args)):
-        report_violation(message, urn)
+        finding = Finding.of(DEVICE_MANAGER_LEAST_PRIVILEGE, "", message)
+        report_finding(report_violation, finding, finding.message, urn)
 
 
 device_manager_least_privilege = StackValidationPolicy(

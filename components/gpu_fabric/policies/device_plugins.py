@@ -1,8 +1,9 @@
-"""Policy e: every fabric pool has a device plugin that actually schedules on its nodes.
+"""Policy ``device-plugin-coverage``: every fabric pool has a device plugin that actually schedules on its nodes.
 
 A plugin DaemonSet whose selector or tolerations miss the pool shows ``DESIRED=0`` and nothing
 fails loudly: pods never get ``vpc.amazonaws.com/efa`` / ``device.gpustack.ai/rdma`` and NCCL falls
-back to sockets. The decision is :mod:`gpu_fabric.kube.coverage` (the one the components use):
+back to sockets. The rule is :data:`gpu_fabric.kube.coverage.DEVICE_PLUGIN_COVERAGE`, decided by
+:mod:`gpu_fabric.kube.coverage` (the one the components use):
 
 * EFA pools need a DaemonSet advertising ``vpc.amazonaws.com/efa`` that schedules on their labels
   and taints; an EFA plugin must not schedule on pools without EFA (it crash-loops there);
@@ -21,6 +22,9 @@ from typing import Any, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationArgs, StackValidationPolicy
 
+from gpu_fabric.findings import Finding
+from gpu_fabric.kube.coverage import DEVICE_PLUGIN_COVERAGE
+from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.policies._props import (
     GPU_FABRIC_TYPE,
     PoolFacts,
@@ -69,13 +73,19 @@ def declared_device_manager_source(resources: Sequence[Resource]) -> Optional[st
     return None
 
 
-def _placement(pool: PoolFacts, problems: list[tuple[str, str]]) -> Optional[Any]:
+def _undecided(pool: PoolFacts) -> bool:
+    """Where the pool's nodes are rests on a value unknown at preview (its fabric, a taint)."""
+    return pool.fabric_unknown or bool(unknown_paths(list(pool.taints)))
+
+
+def _placement(pool: PoolFacts, problems: list[tuple[str, Finding]]) -> Optional[Any]:
     from gpu_fabric.kube.coverage import PoolPlacement
 
     try:
         return PoolPlacement(pool.name, pool.fabric, dict(pool.labels), tuple(pool.taints), pool.manufacturer)
     except ValueError as error:
-        problems.append((pool.urn, f"pool {pool.name}: {error}"))
+        problems.append((pool.urn, Finding.of(DEVICE_PLUGIN_COVERAGE, "", f"pool {pool.name}: {error}", pool=pool.name,
+                                              rests_on_unknown=_undecided(pool))))
         return None
 
 
@@ -93,12 +103,13 @@ def declared_external_efa_plugins(resources: Sequence[Resource]) -> list[dict[st
     return found
 
 
-def coverage_findings(resources: Sequence[Resource], config: dict) -> list[tuple[str, str]]:
-    """``(urn, message)`` for every pool without a working device plugin, and every stray EFA plugin."""
+def coverage_findings(resources: Sequence[Resource], config: dict) -> list[tuple[str, Finding]]:
+    """``(urn, finding)`` for every pool without a working device plugin, and every stray EFA plugin."""
     from gpu_fabric.kube.coverage import efa_plugins_on_pools_without_efa, uncovered_pools
 
-    problems: list[tuple[str, str]] = []
+    problems: list[tuple[str, Finding]] = []
     pools = pool_facts(resources)
+    pools_undecided = {pool.name for pool in pools if _undecided(pool)}
     placements = {pool.name: p for pool in pools if (p := _placement(pool, problems)) is not None}
     urns = {pool.name: pool.urn for pool in pools}
     candidates = [r for r in resources if r.type.endswith(":DaemonSet") or (r.is_kubernetes_object and r.kind == "DaemonSet")]
@@ -113,16 +124,15 @@ def coverage_findings(resources: Sequence[Resource], config: dict) -> list[tuple
         external_rdma_plugin=operator_chart_deploys_device_managers(resources, config),
         manufacturers_served=served if isinstance(served, list) else None,
     )
-    for gap in gaps:
-        problems.append((urns[gap.pool], f"pool {gap.pool} ({gap.fabric}): {gap.reason}"))
-    for stray in efa_plugins_on_pools_without_efa(list(placements.values()), daemonsets):
-        problems.append((urns[stray.pool], f"pool {stray.pool} ({stray.fabric}): {stray.reason}"))
+    for gap in [*gaps, *efa_plugins_on_pools_without_efa(list(placements.values()), daemonsets)]:
+        problems.append((urns[gap.pool], Finding.of(DEVICE_PLUGIN_COVERAGE, "", f"pool {gap.pool} ({gap.fabric}): {gap.reason}",
+                                                    pool=gap.pool, rests_on_unknown=gap.pool in pools_undecided)))
     return problems
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
-    for urn, message in coverage_findings(stack_resources(args), dict(args.get_config() or {})):
-        report_violation(message, urn)
+    for urn, finding in coverage_findings(stack_resources(args), dict(args.get_config() or {})):
+        report_finding(report_violation, finding, finding.message, urn)
 
 
 device_plugin_coverage = StackValidationPolicy(

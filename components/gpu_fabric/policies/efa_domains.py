@@ -29,6 +29,7 @@ from gpu_fabric.plan.efa_domains.derivation import (
     DomainPlan,
     DomainPool,
     derive_domains,
+    shared_security_group_findings,
 )
 from gpu_fabric.plan.efa_domains.description import describe_domain
 from gpu_fabric.plan.efa_domains.rules import DOMAIN_MEMBER_SELECTOR, EC2_EFA_LIMITS, POLICY as DOMAIN_POLICY
@@ -205,9 +206,10 @@ def _validate(args: StackValidationArgs, report_violation: Any) -> None:
         return
     analysis, urns = stack_domains(resources)
     objects = {f"KVCacheBackend {r.object_name} ": r.urn for r in gpustack_objects(resources) if r.kind == "KVCacheBackend"}
-    # A pool whose name is unknown at preview is missing from the pools a member may select: "selects
-    # no pool" waits for it (it may be the one selected).
-    pools_undecided = any(r.type == KUEUE_POOL_TYPE and rests_on_unknown(r.props, ("pool", "name")) for r in resources)
+    # A pool whose name or fabric is unknown at preview may be the one a member group selects: "selects
+    # no pool of its fabric" waits for it.
+    pools_undecided = any(r.type == KUEUE_POOL_TYPE and rests_on_unknown(r.props, ("pool", "name")) for r in resources) \
+        or any(pool.fabric_unknown for pool in pool_facts(resources))
     for finding in analysis.findings:
         if finding.policy != DOMAIN_POLICY:
             continue  # a member group on the wrong fabric: kv-cache-transport-fabric reports it
@@ -247,18 +249,11 @@ def _validate_security_groups(args: StackValidationArgs, report_violation: Any) 
         if domain.fabric != "efa":
             continue
         shared, groups = shared_security_groups(domain, resources)
-        if len(groups) < 2 or shared:
-            continue
-        listing = "; ".join(f"pool {pool}: {', '.join(g.name for g in found) or 'no group of this stack'}"
-                            for pool, found in sorted(groups.items()))
-        legs = "; ".join(leg.describe() for leg in domain.legs if leg.source.pool != leg.target.pool)
-        first = next(p for p in domain.pools if p.name in groups)
-        at = node_groups.get((first.node_group or "").split(", ")[0])
-        report_violation(
-            f"EFA domain {domain.name}: the node groups of pools {', '.join(sorted(groups))} exchange EFA traffic "
-            f"({legs}) but no security group of this stack is on the EFA interfaces of all of them ({listing}); "
-            "a group that admits only its own node group drops the other pools' EFA traffic unless a group outside "
-            "the stack happens to allow it", at.urn if at else None)
+        names = {pool: [group.name for group in found] for pool, found in groups.items()}
+        for finding in shared_security_group_findings(domain, names, [group.name for group in shared]):
+            first = next(p for p in domain.pools if p.name in groups)
+            at = node_groups.get((first.node_group or "").split(", ")[0])
+            report_finding(report_violation, finding, finding.message, at.urn if at else None)
 
 
 efa_domain_security_group = StackValidationPolicy(

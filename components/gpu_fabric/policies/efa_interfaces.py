@@ -1,15 +1,9 @@
-"""Policy b: an EFA launch template's interfaces fit its instance type.
+"""Policy ``efa-launch-template-interfaces``: :mod:`gpu_fabric.aws.launch_template_rules` over each EFA launch template.
 
-Facts come from the bundled ``DescribeInstanceTypes`` table (:class:`gpu_fabric.aws.catalog.bundled.BundledInstanceCatalog`):
-policies run offline and never call AWS. The interface rules themselves are
-:func:`gpu_fabric.aws.efa.validate_plan` -- EFA count from ``EfaInfo.MaximumEfaInterfaces`` (never
-``MaximumNetworkCards``), exactly one primary at card 0 / device 0 that is not ``efa-only``, no EFA
-on a card without EFA, at most one EFA per card, valid indices, no addresses on ``efa-only`` -- and
-this module adds what an EKS managed node group needs of the template: security groups on every
-interface and none at template level.
-
-A launch template that names no ``instanceType`` (several types, listed on the node group) is
-checked for the type-independent rules only.
+Facts come from the bundled ``DescribeInstanceTypes`` table
+(:class:`gpu_fabric.aws.catalog.bundled.BundledInstanceCatalog`): policies run offline and never call AWS.
+A launch template that names no ``instanceType`` (several types, listed on the node group) is checked for
+the type-independent rules only, and says so.
 """
 
 from __future__ import annotations
@@ -24,42 +18,10 @@ from pulumi_policy import (
     Severity,
 )
 
-from gpu_fabric.policies._props import (
-    LAUNCH_TEMPLATE_TYPE,
-    as_list,
-    as_mapping,
-    efa_interfaces,
-    is_unknown,
-    known_str,
-    resource_of,
-    unknown_paths,
-)
-
-# Launch-template-level security group inputs; EC2 refuses them beside networkInterfaces.
-TEMPLATE_LEVEL_SECURITY_GROUP_KEYS = ("vpcSecurityGroupIds", "securityGroupNames")
-
-
-def security_group_findings(props: Mapping[str, Any]) -> list[str]:
-    """Every EFA-relevant security-group problem of a launch template's props."""
-    problems = []
-    for position, interface in enumerate(as_list(props.get("networkInterfaces"))):
-        interface = as_mapping(interface)
-        groups = interface.get("securityGroups")
-        if not is_unknown(groups) and not as_list(groups):
-            where = f"network card {interface.get('networkCardIndex', 0)}, device {interface.get('deviceIndex', 0)}"
-            problems.append(
-                f"{where}: the interface has no securityGroups; every interface of an EFA launch template needs "
-                "the EFA security group (all traffic to and from itself)"
-            )
-    for key in TEMPLATE_LEVEL_SECURITY_GROUP_KEYS:
-        value = props.get(key)
-        if is_unknown(value) or as_list(value):
-            problems.append(
-                f"{key} is set, but a launch template that defines networkInterfaces must put its security "
-                "groups on the interfaces (EKS managed node groups reject both)"
-            )
-    return problems
-
+from gpu_fabric.aws.launch_template_rules import efa_interfaces, interface_findings, security_group_findings
+from gpu_fabric.findings import Finding
+from gpu_fabric.policies._props import LAUNCH_TEMPLATE_TYPE, known_str, resource_of, unknown_paths
+from gpu_fabric.policies.reporting import report_finding
 
 ALLOW_FEWER_EFA_INTERFACES: dict[str, Any] = {
     "allowFewerEfaInterfaces": {
@@ -77,13 +39,11 @@ def allows_fewer_efa_interfaces(args: Any) -> bool:
     return bool(args.get_config().get("allowFewerEfaInterfaces", False))
 
 
-def interface_findings(props: Mapping[str, Any], allow_fewer: bool = False) -> tuple[list[str], str | None]:
-    """``(problems, not-applicable reason)`` of the interface plan against the instance type."""
+def template_findings(props: Mapping[str, Any], allow_fewer: bool = False) -> tuple[list[Finding], str | None]:
+    """``(findings, not-applicable reason)`` of the interface plan against the instance type (bundled facts)."""
     from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
     from gpu_fabric.aws.catalog.types import UnknownInstanceTypeError
-    from gpu_fabric.aws.efa import validate_plan
 
-    interfaces = [as_mapping(i) for i in as_list(props.get("networkInterfaces"))]
     instance_type = known_str(props.get("instanceType"))
     if instance_type is None:
         return [], "the launch template names no instanceType; the instance-type rules cannot be checked here"
@@ -91,10 +51,7 @@ def interface_findings(props: Mapping[str, Any], allow_fewer: bool = False) -> t
         info = BundledInstanceCatalog().describe([instance_type])[instance_type]
     except UnknownInstanceTypeError:
         return [], f"{instance_type} is not in the bundled instance table"
-    efa_count = None
-    if allow_fewer:
-        efa_count = min(len(efa_interfaces(props)), int(((info.get("NetworkInfo") or {}).get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0))) or None
-    return [f"{instance_type}: {problem}" for problem in validate_plan(info, interfaces, efa_count=efa_count)], None
+    return interface_findings(props, info, allow_fewer), None
 
 
 def _validate(args: ResourceValidationArgs, report_violation: Any) -> None:
@@ -110,14 +67,13 @@ def _validate(args: ResourceValidationArgs, report_violation: Any) -> None:
     if waiting:
         args.not_applicable(f"the interface plan is not known at preview ({', '.join(waiting[:3])} unknown)")
         return
-    allow_fewer = allows_fewer_efa_interfaces(args)
     # A template without a known instance type is checked for the type-independent rules only,
     # and says so: the type-dependent rules are not applicable, never silently passed.
-    problems, skipped = interface_findings(resource.props, allow_fewer)
-    problems = [*problems, *security_group_findings(resource.props)]
-    for problem in problems:
-        report_violation(problem, None)
-    if skipped and not problems:
+    findings, skipped = template_findings(resource.props, allows_fewer_efa_interfaces(args))
+    findings = [*findings, *security_group_findings(resource.props)]
+    for finding in findings:
+        report_finding(report_violation, finding, finding.message)
+    if skipped and not findings:
         args.not_applicable(f"instance-type rules not checked: {skipped}")
 
 

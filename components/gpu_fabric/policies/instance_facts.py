@@ -14,26 +14,28 @@ from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceVali
 
 from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
 from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings
+from gpu_fabric.findings import Finding
 from gpu_fabric.policies._props import KUEUE_POOL_TYPE, as_list, as_mapping, plain
+from gpu_fabric.policies.reporting import report_finding
 
 
-def pool_findings(pool: Any) -> list[str]:
-    """``field: message`` for every disagreement of one ``KueuePool`` ``pool`` input with its instances."""
+def pool_findings(pool: Any) -> list[Finding]:
+    """Every disagreement of one ``KueuePool`` ``pool`` input with its instances (paths relative to the pool)."""
     spec = plain(as_mapping(pool))
     aws = as_mapping(spec.get("aws"))
     types = [item for item in as_list(aws.get("instanceTypes")) if isinstance(item, str)]
     if not types:
         return []
     items = known_items(types, BundledInstanceCatalog())
-    return [f"{finding.path}: {finding.message}" for finding in pool_instance_findings(spec, items)]
+    return pool_instance_findings(spec, items)
 
 
 def _validate(args: ResourceValidationArgs, report_violation: Any) -> None:
     if args.resource_type != KUEUE_POOL_TYPE:
         return
     pool = as_mapping(args.props.get("pool"))
-    for problem in pool_findings(pool):
-        report_violation(f"pool {pool.get('name')}: {problem}")
+    for finding in pool_findings(pool):
+        report_finding(report_violation, finding, f"pool {pool.get('name')}: {finding.path}: {finding.message}")
 
 
 pool_instance_facts = ResourceValidationPolicy(

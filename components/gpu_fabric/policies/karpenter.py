@@ -28,16 +28,19 @@ from gpu_fabric.aws.karpenter import (
     EC2_NODE_CLASS_API_VERSION,
     EC2_NODE_CLASS_KIND,
     INSTANCE_TYPE_KEY,
+    KARPENTER_EFA_POOL,
     NODE_POOL_API_VERSION,
     NODE_POOL_KIND,
     ZONE_KEY,
     karpenter_interface_findings,
     public_ip_findings,
     requirement_values,
+    version_findings,
     zone_pin_findings,
 )
-from gpu_fabric.config.node_group import KARPENTER_MIN_VERSION, karpenter_version
+from gpu_fabric.findings import Finding
 from gpu_fabric.policies.efa_interfaces import ALLOW_FEWER_EFA_INTERFACES, allows_fewer_efa_interfaces
+from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.policies._props import (
     EFA_INTERFACE_TYPES,
     SECURITY_GROUP_TYPE,
@@ -153,22 +156,13 @@ def security_group_findings(node_class: Resource, resources: Sequence[Resource])
             "itself): EFA traffic between its nodes would be dropped"]
 
 
-def version_findings(component: Resource) -> list[str]:
-    """A stated Karpenter older than 1.11 prunes networkInterfaces and placementGroupSelector."""
+def component_version_findings(component: Resource) -> list[str]:
+    """:func:`gpu_fabric.aws.karpenter.version_findings` of a ``KarpenterEfaPool``'s stated Karpenter version."""
     version = known_str(as_mapping(component.props.get("karpenter")).get("version"))
-    if version is None:
-        return []
-    try:
-        stated = karpenter_version(version)
-    except ValueError:
-        return [f"KarpenterEfaPool {component.name}: karpenter.version {version!r} is not a version number"]
-    if stated < KARPENTER_MIN_VERSION:
-        return [f"KarpenterEfaPool {component.name}: Karpenter {version} cannot express the EFA layout; EC2NodeClass "
-                "networkInterfaces and placementGroupSelector need Karpenter >= 1.11 (PRs #9027, #9030)"]
-    return []
+    return [] if version is None else version_findings(component.name, version)
 
 
-def karpenter_findings(resources: Sequence[Resource], allow_fewer: bool = False) -> list[tuple[str, str]]:
+def karpenter_problems(resources: Sequence[Resource], allow_fewer: bool = False) -> list[tuple[str, str]]:
     """``(message, urn)`` for every Karpenter rule the stack breaks (``allow_fewer``: see :func:`layout_findings`)."""
     classes = node_classes(resources)
     findings: list[tuple[str, str]] = []
@@ -194,14 +188,19 @@ def karpenter_findings(resources: Sequence[Resource], allow_fewer: bool = False)
             findings.append((f"NodePool {pool.object_name}: {problem}", pool.urn))
     for component in resources:
         if component.type == KARPENTER_POOL_TYPE:
-            findings.extend((problem, component.urn) for problem in version_findings(component))
+            findings.extend((problem, component.urn) for problem in component_version_findings(component))
     return findings
+
+
+def karpenter_findings(resources: Sequence[Resource], allow_fewer: bool = False) -> list[tuple[Finding, str]]:
+    """``(finding, urn)`` of :data:`gpu_fabric.aws.karpenter.KARPENTER_EFA_POOL` for every problem of the stack."""
+    return [(Finding.of(KARPENTER_EFA_POOL, "", message), urn) for message, urn in karpenter_problems(resources, allow_fewer)]
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     allow_fewer = allows_fewer_efa_interfaces(args)
-    for message, urn in karpenter_findings(stack_resources(args), allow_fewer):
-        report_violation(message, urn)
+    for finding, urn in karpenter_findings(stack_resources(args), allow_fewer):
+        report_finding(report_violation, finding, finding.message, urn)
 
 
 karpenter_efa_pool = StackValidationPolicy(

@@ -1,14 +1,10 @@
-"""Policy h: fabric workloads enter Kueue through a LocalQueue of the stack.
+"""Policies ``kueue-fabric-workload-queue`` and ``kueue-fabric-keys-covered``: :mod:`gpu_fabric.kube.kueue_rules`
+over a stack's workloads, LocalQueues and ClusterQueues.
 
-* ``kueue-fabric-workload-queue`` (mandatory): a Pod or workload (Deployment, StatefulSet,
-  ReplicaSet, Job, CronJob, LeaderWorkerSet) whose containers request a fabric key
-  (``vpc.amazonaws.com/efa``, ``device.gpustack.ai/rdma*``) carries ``kueue.x-k8s.io/queue-name``
-  naming a LocalQueue the stack declares in the workload's namespace. Without it Kueue never sees
-  the workload and nothing meters the fabric. DaemonSets (device plugins, Mooncake members) are
-  node agents, not queued workloads.
-* ``kueue-fabric-keys-covered`` (advisory): a ClusterQueue of the stack that admits fabric
-  workloads (through its LocalQueues, or because it is a fabric pool's queue) covers their fabric
-  keys; otherwise Kueue over-admits endpoints.
+A Pod or workload (Deployment, StatefulSet, ReplicaSet, Job, CronJob, LeaderWorkerSet) is a fabric
+workload when its containers request a fabric key; DaemonSets (device plugins, Mooncake members) are
+node agents, not queued workloads. A ClusterQueue admits fabric workloads through its LocalQueues, or
+because it is a fabric pool's queue.
 """
 
 from __future__ import annotations
@@ -18,6 +14,8 @@ from typing import Any, Sequence
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.config import constants
+from gpu_fabric.findings import Finding, ObjectRef
+from gpu_fabric.kube.kueue_rules import covered_keys_findings, queue_label_findings
 from gpu_fabric.policies._props import (
     Resource,
     as_list,
@@ -29,6 +27,7 @@ from gpu_fabric.policies._props import (
     stack_resources,
 )
 from gpu_fabric.gpustack.transfer_legs import EFA_KEY, FABRIC_KEYS
+from gpu_fabric.policies.reporting import report_finding
 
 QUEUE_NAME_LABEL = constants.QUEUE_NAME_LABEL
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -67,20 +66,16 @@ def fabric_workloads(resources: Sequence[Resource]) -> list[tuple[Resource, set[
             if r.is_kubernetes_object and r.kind in QUEUED_KINDS and (keys := fabric_keys_of(r))]
 
 
-def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
+def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
+    """``(urn, finding)`` for every fabric workload without a LocalQueue of the stack."""
     queues = local_queues(resources)
-    problems = []
+    found: list[tuple[str, Finding]] = []
     for workload, keys in fabric_workloads(resources):
         namespace = workload.namespace or DEFAULT_NAMESPACE
-        where = f"{workload.kind} {namespace}/{workload.object_name}"
-        name = queue_name_of(workload)
-        if not name:
-            problems.append((workload.urn, f"{where} requests {', '.join(sorted(keys))} but has no {QUEUE_NAME_LABEL} label"))
-        elif (namespace, name) not in queues:
-            declared = sorted(n for ns, n in queues if ns == namespace)
-            problems.append((workload.urn, f"{where}: {QUEUE_NAME_LABEL} {name!r} names no LocalQueue of the stack in "
-                                           f"namespace {namespace} (declared: {', '.join(declared) or 'none'})"))
-    return problems
+        subject = ObjectRef(workload.kind, workload.object_name, namespace)
+        declared = [name for ns, name in queues if ns == namespace]
+        found.extend((workload.urn, finding) for finding in queue_label_findings(subject, keys, queue_name_of(workload), declared))
+    return found
 
 
 def covered_resources(cluster_queue: Resource) -> set[str]:
@@ -90,7 +85,8 @@ def covered_resources(cluster_queue: Resource) -> set[str]:
     return covered
 
 
-def coverage_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
+def coverage_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
+    """``(urn, finding)`` for every ClusterQueue that does not cover the fabric keys it admits."""
     cluster_queues = {r.object_name: r for r in resources
                       if r.is_kubernetes_object and r.api_group == KUEUE_GROUP and r.kind == "ClusterQueue"}
     if not cluster_queues:
@@ -108,26 +104,22 @@ def coverage_findings(resources: Sequence[Resource]) -> list[tuple[str, str]]:
             wanted.setdefault(pool.name, set()).add(EFA_KEY)
         elif pool.fabric == "rdma":
             wanted.setdefault(pool.name, set()).update(FABRIC_KEYS["rdma"][:2])
-    problems = []
+    found: list[tuple[str, Finding]] = []
     for name, keys in sorted(wanted.items()):
         queue = cluster_queues.get(name)
-        if queue is None:
-            continue
-        missing = sorted(keys - covered_resources(queue))
-        if missing:
-            problems.append((queue.urn, f"ClusterQueue {name} admits fabric workloads but does not cover {', '.join(missing)}; "
-                                        "Kueue will admit more fabric endpoints than the nodes have"))
-    return problems
+        if queue is not None:
+            found.extend((queue.urn, finding) for finding in covered_keys_findings(name, keys, covered_resources(queue)))
+    return found
 
 
 def _validate_workloads(args: StackValidationArgs, report_violation: Any) -> None:
-    for urn, message in workload_findings(stack_resources(args)):
-        report_violation(message, urn)
+    for urn, finding in workload_findings(stack_resources(args)):
+        report_finding(report_violation, finding, finding.message, urn)
 
 
 def _validate_coverage(args: StackValidationArgs, report_violation: Any) -> None:
-    for urn, message in coverage_findings(stack_resources(args)):
-        report_violation(message, urn)
+    for urn, finding in coverage_findings(stack_resources(args)):
+        report_finding(report_violation, finding, finding.message, urn)
 
 
 kueue_fabric_workload_queue = StackValidationPolicy(

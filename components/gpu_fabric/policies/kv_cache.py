@@ -17,6 +17,7 @@ from gpu_fabric.findings import Finding
 from gpu_fabric.gpustack.admission_pipeline import analyze
 from gpu_fabric.plan.transport_fabric import KV_MEMBER_TRANSPORT_FABRIC, member_findings, role_leg_findings
 from gpu_fabric.policies._props import Resource, pool_facts, stack_resources
+from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
 
 
@@ -58,7 +59,7 @@ def _message(finding: Finding) -> str:
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     for urn, finding in kv_cache_findings(stack_resources(args)):
-        report_violation(_message(finding), urn or None)
+        report_finding(report_violation, finding, _message(finding), urn or None)
 
 
 kv_cache_transport_fabric = StackValidationPolicy(

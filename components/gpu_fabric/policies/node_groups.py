@@ -29,6 +29,7 @@ from gpu_fabric.policies._props import (
     siblings,
     stack_resources,
 )
+from gpu_fabric.policies.reporting import report_finding
 
 
 def targets_reserved_capacity(node_group: Resource, template: Optional[Resource]) -> bool:
@@ -79,7 +80,7 @@ def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     for node_group in resources:
         if node_group.type == NODE_GROUP_TYPE:
             for finding in node_group_findings(node_group, resources):
-                report_violation(finding.message, node_group.urn)
+                report_finding(report_violation, finding, finding.message, node_group.urn)
 
 
 efa_node_group_placement = StackValidationPolicy(

@@ -1,91 +1,67 @@
-"""Policy i: privileges and node hardening that fabric stacks tend to loosen.
+"""Policies over privileges and node hardening that fabric stacks tend to loosen: adapters of the domains' rules.
 
-* ``mooncake-members-unprivileged`` (mandatory): KVCacheBackend member groups never ask for
-  ``securityContext.privileged``; fabric groups already get ``IPC_LOCK``/``SYS_RESOURCE``.
-* ``launch-template-imdsv2`` (mandatory): every launch template requires IMDSv2
-  (``metadataOptions.httpTokens: required``).
-* ``launch-template-ebs-encrypted`` (mandatory): every EBS volume a launch template maps is encrypted.
-* ``model-deployment-unprivileged-roles`` (advisory): ModelDeployment roles do not run privileged;
-  the Device Manager grants devices without it.
-* ``kubelet-host-access`` (mandatory): the one workload expected to reach into the kubelet (host PID
-  namespace, kubelet configuration directories, systemd's socket) is gpu-fabric's kubelet topology
-  agent, and it stays within the access a kubelet restart needs (:mod:`gpu_fabric.kube.host_access`).
+* ``mooncake-members-unprivileged`` (mandatory) and ``model-deployment-unprivileged-roles`` (advisory):
+  :mod:`gpu_fabric.gpustack.privilege_rules` over each KVCacheBackend and ModelDeployment;
+* ``launch-template-imdsv2`` and ``launch-template-ebs-encrypted`` (mandatory):
+  :mod:`gpu_fabric.aws.launch_template_rules` over each launch template;
+* ``kubelet-host-access`` (mandatory): :func:`gpu_fabric.kube.host_access.host_access_findings` over each
+  workload: the one workload expected to reach into the kubelet (host PID namespace, kubelet
+  configuration directories, systemd's socket) is gpu-fabric's kubelet topology agent, and it stays
+  within the access a kubelet restart needs.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from gpu_fabric.policies._props import (
-    LAUNCH_TEMPLATE_TYPE,
-    as_list,
-    as_mapping,
-    containers_of,
-    is_unknown,
-    known_str,
-    pod_spec_of,
-    resource_of,
-    rests_on_unknown,
-    truthy,
-)
+from gpu_fabric.aws.launch_template_rules import ebs_findings, imds_findings
+from gpu_fabric.findings import FieldPath, Finding, ObjectRef
 from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP
+from gpu_fabric.gpustack.privilege_rules import member_privilege_findings, role_privilege_findings
 from gpu_fabric.kube.topology_agent import COMPONENT_ANNOTATION
+from gpu_fabric.policies._props import LAUNCH_TEMPLATE_TYPE, as_list, pod_spec_of, resource_of, rests_on_unknown
+from gpu_fabric.policies.reporting import report_finding
 
 
 def _is_gpustack(args: ResourceValidationArgs, kind: str) -> bool:
     return args.resource_type.startswith(f"kubernetes:{GPUSTACK_GROUP}/") and args.resource_type.split(":")[-1] in (kind, f"{kind}Patch")
 
 
+def _object_line(finding: Finding) -> str:
+    return f"{finding.subject}: {finding.path} {finding.message}"
+
+
 def _validate_members(args: ResourceValidationArgs, report_violation: Any) -> None:
     if not _is_gpustack(args, "KVCacheBackend"):
         return
     resource = resource_of(args)
-    members = as_list(as_mapping(as_mapping(resource.spec.get("connection")).get("managed")).get("members"))
-    for index, member in enumerate(members):
-        context = as_mapping(as_mapping(member).get("securityContext"))
-        if truthy(context.get("privileged")):
-            report_violation(
-                f"KVCacheBackend {resource.object_name}: spec.connection.managed.members[{index}].securityContext.privileged "
-                "is true; Mooncake members must not be privileged", None)
+    for finding in member_privilege_findings(resource.props, ObjectRef("KVCacheBackend", resource.object_name)):
+        report_finding(report_violation, finding, _object_line(finding))
 
 
 def _validate_imds(args: ResourceValidationArgs, report_violation: Any) -> None:
     if args.resource_type != LAUNCH_TEMPLATE_TYPE:
         return
-    options = as_mapping(resource_of(args).props.get("metadataOptions"))
-    tokens = options.get("httpTokens")
-    if is_unknown(tokens):
-        return
-    if known_str(tokens) != "required":
-        report_violation(
-            f"metadataOptions.httpTokens is {known_str(tokens) or 'unset'!s}; require IMDSv2 (httpTokens: required)", None)
+    for finding in imds_findings(resource_of(args).props):
+        report_finding(report_violation, finding, finding.message)
 
 
 def _validate_ebs(args: ResourceValidationArgs, report_violation: Any) -> None:
     if args.resource_type != LAUNCH_TEMPLATE_TYPE:
         return
-    for mapping in as_list(resource_of(args).props.get("blockDeviceMappings")):
-        mapping = as_mapping(mapping)
-        ebs = mapping.get("ebs")
-        if not isinstance(ebs, dict):
-            continue
-        encrypted = ebs.get("encrypted")
-        if not is_unknown(encrypted) and not truthy(encrypted):
-            report_violation(f"blockDeviceMappings {mapping.get('deviceName', '?')}: the EBS volume is not encrypted", None)
+    for finding in ebs_findings(resource_of(args).props):
+        report_finding(report_violation, finding, finding.message)
 
 
 def _validate_roles(args: ResourceValidationArgs, report_violation: Any) -> None:
     if not _is_gpustack(args, "ModelDeployment"):
         return
     resource = resource_of(args)
-    for index, role in enumerate(as_list(resource.spec.get("roles"))):
-        role = as_mapping(role)
-        if truthy(role.get("privileged")) or truthy(as_mapping(role.get("securityContext")).get("privileged")):
-            report_violation(
-                f"ModelDeployment {resource.namespace or 'default'}/{resource.object_name}: spec.roles[{index}] "
-                f"({role.get('name', '?')}) runs privileged", None)
+    subject = ObjectRef("ModelDeployment", resource.object_name, resource.namespace or "default")
+    for finding in role_privilege_findings(resource.props, subject):
+        report_finding(report_violation, finding, _object_line(finding))
 
 
 def _validate_kubelet_access(args: ResourceValidationArgs, report_violation: Any) -> None:
@@ -100,20 +76,22 @@ def _validate_kubelet_access(args: ResourceValidationArgs, report_violation: Any
     pod_spec = pod_spec_of(manifest)
     if not pod_spec:
         return
-    if rests_on_unknown(manifest, ("metadata", "annotations", COMPONENT_ANNOTATION)):
-        return  # whether this is the topology agent (which may reach the kubelet) waits for its identity
-    label = f"{manifest['kind']} {resource.namespace or 'default'}/{resource.object_name}"
-    undecided = _containers_with_unknown_context(pod_spec)
-    for _, message in host_access_findings([(label, manifest, pod_spec)]):
-        if any(f"container {name}:" in message for name in undecided):
-            continue  # a securityContext not known at preview: its excess waits for the value
-        report_violation(f"{label}: {message}", None)
+    # Whether this is the topology agent (which may reach the kubelet) rests on its kind and its identity.
+    identity_unknown = rests_on_unknown(manifest, ("metadata", "annotations", COMPONENT_ANNOTATION)) or \
+        rests_on_unknown(manifest, ("kind",))
+    undecided = _contexts_unknown(pod_spec)
+    subject = ObjectRef(str(manifest["kind"]), resource.object_name, resource.namespace or "default")
+    for finding in host_access_findings(manifest, pod_spec, subject):
+        # A securityContext not known at preview: its excess waits for the value.
+        waits = identity_unknown or finding.path in undecided
+        report_finding(report_violation, finding.waiting(waits), f"{finding.subject}: {finding.message}")
 
 
-def _containers_with_unknown_context(pod_spec: Any) -> list[str]:
-    """Names of the containers whose ``securityContext`` (or any part of it) is unknown at preview."""
-    return [str(container.get("name", "?")) for container in containers_of(pod_spec)
-            if rests_on_unknown(container, ("securityContext",))]
+def _contexts_unknown(pod_spec: Any) -> set[FieldPath]:
+    """The paths of the ``securityContext`` of every container whose context (or a part of it) is unknown at preview."""
+    return {FieldPath.of(key, index, "securityContext") for key in ("initContainers", "containers")
+            for index, container in enumerate(as_list(pod_spec.get(key))) if isinstance(container, Mapping)
+            and rests_on_unknown(container, ("securityContext",))}
 
 
 mooncake_members_unprivileged = ResourceValidationPolicy(

@@ -1,8 +1,7 @@
-"""Policy c: the EFA security group lets all traffic in from and out to itself, and nothing in from anywhere.
+"""Policy ``efa-security-group-self-rules``: :func:`gpu_fabric.aws.security_group_rules.self_rule_findings`
+over every security group that guards EFA interfaces in a stack.
 
-EFA's SRD traffic needs a self-referencing rule in *both* directions; an ``egress 0.0.0.0/0`` rule
-does not cover it (symptom: "Unresponsive receiver"). The EFA security groups are found from the
-EFA launch templates (those with ``efa``/``efa-only`` interfaces):
+The EFA security groups are found from the EFA launch templates (those with ``efa``/``efa-only`` interfaces):
 
 * security groups registered by the same component as the launch template (``EfaNodeGroup``
   registers the group, its two self rules and the template together);
@@ -30,6 +29,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
+from gpu_fabric.aws.security_group_rules import GroupRule, self_rule_findings
 from gpu_fabric.config import constants
 from gpu_fabric.policies._props import (
     SECURITY_GROUP_TYPE,
@@ -43,14 +43,15 @@ from gpu_fabric.policies._props import (
     stack_resources,
     truthy,
 )
+from gpu_fabric.findings import Finding
 from gpu_fabric.policies.karpenter import efa_node_classes, node_class_security_groups
+from gpu_fabric.policies.reporting import report_finding
 
 EFA_SECURITY_GROUP_TAG = "gpu-fabric.io/efa-security-group"
 INGRESS_RULE_TYPE = constants.INGRESS_RULE_TYPE
 EGRESS_RULE_TYPE = constants.EGRESS_RULE_TYPE
 LEGACY_RULE_TYPE = constants.LEGACY_RULE_TYPE
 ALL_PROTOCOLS = ("-1", "all")
-OPEN_CIDRS = ("0.0.0.0/0", "::/0")
 
 
 def _all_protocols(value: Any) -> bool:
@@ -101,13 +102,13 @@ def _refers_to_itself(rule: Resource, own_key: str, other_key: str, group: Resou
     return known_str(other) is not None and known_str(other) == known_str(own)
 
 
-def _rules(group: Resource, resources: Sequence[Resource], groups: Sequence[Resource]) -> Iterable[tuple[str, bool, bool, list[str]]]:
-    """(direction, all protocols, to/from itself, open CIDRs) of every rule of ``group``."""
+def _rules(group: Resource, resources: Sequence[Resource], groups: Sequence[Resource]) -> Iterable[GroupRule]:
+    """Every rule of ``group``: inline blocks, then rule resources."""
     for direction in ("ingress", "egress"):
         for rule in as_list(group.props.get(direction)):
             rule = as_mapping(rule)
             cidrs = [str(c) for c in [*as_list(rule.get("cidrBlocks")), *as_list(rule.get("ipv6CidrBlocks"))] if known_str(c)]
-            yield direction, _all_protocols(rule.get("protocol")), truthy(rule.get("self")), cidrs
+            yield GroupRule(direction, _all_protocols(rule.get("protocol")), truthy(rule.get("self")), tuple(cidrs))
     for rule in resources:
         if rule.type in (INGRESS_RULE_TYPE, EGRESS_RULE_TYPE):
             if _target_group(rule, "securityGroupId", groups, resources) is not group:
@@ -116,7 +117,7 @@ def _rules(group: Resource, resources: Sequence[Resource], groups: Sequence[Reso
             self_rule = "referencedSecurityGroupId" in rule.props and _refers_to_itself(
                 rule, "securityGroupId", "referencedSecurityGroupId", group)
             cidrs = [c for c in (known_str(rule.props.get("cidrIpv4")), known_str(rule.props.get("cidrIpv6"))) if c]
-            yield direction, _all_protocols(rule.props.get("ipProtocol")), self_rule, cidrs
+            yield GroupRule(direction, _all_protocols(rule.props.get("ipProtocol")), self_rule, tuple(cidrs))
         elif rule.type == LEGACY_RULE_TYPE:
             if _target_group(rule, "securityGroupId", groups, resources) is not group:
                 continue
@@ -124,32 +125,21 @@ def _rules(group: Resource, resources: Sequence[Resource], groups: Sequence[Reso
                 "sourceSecurityGroupId" in rule.props
                 and _refers_to_itself(rule, "securityGroupId", "sourceSecurityGroupId", group))
             cidrs = [str(c) for c in [*as_list(rule.props.get("cidrBlocks")), *as_list(rule.props.get("ipv6CidrBlocks"))] if known_str(c)]
-            yield known_str(rule.props.get("type")) or "ingress", _all_protocols(rule.props.get("protocol")), self_rule, cidrs
+            yield GroupRule(known_str(rule.props.get("type")) or "ingress", _all_protocols(rule.props.get("protocol")),
+                            self_rule, tuple(cidrs))
 
 
-def group_findings(group: Resource, resources: Sequence[Resource], groups: Sequence[Resource]) -> list[str]:
+def group_findings(group: Resource, resources: Sequence[Resource], groups: Sequence[Resource]) -> list[Finding]:
     """Every problem of one EFA security group."""
-    rules = list(_rules(group, resources, groups))
-    problems = []
-    for direction, phrase in (("ingress", "inbound from"), ("egress", "outbound to")):
-        if not any(d == direction and protocols and self_rule for d, protocols, self_rule, _ in rules):
-            problems.append(
-                f"security group {group.name} guards EFA interfaces but has no rule allowing all protocols "
-                f"{phrase} itself (EFA SRD traffic needs both directions; 0.0.0.0/0 egress does not cover it)"
-            )
-    for direction, _, _, cidrs in rules:
-        open_cidrs = [c for c in cidrs if c in OPEN_CIDRS]
-        if direction == "ingress" and open_cidrs:
-            problems.append(f"security group {group.name} guards EFA interfaces and allows ingress from {', '.join(open_cidrs)}")
-    return problems
+    return self_rule_findings(group.name, list(_rules(group, resources, groups)))
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     resources = stack_resources(args)
     groups = efa_security_groups(resources)
     for group in groups:
-        for problem in group_findings(group, resources, groups):
-            report_violation(problem, group.urn)
+        for finding in group_findings(group, resources, groups):
+            report_finding(report_violation, finding, finding.message, group.urn)
 
 
 efa_security_group_self_rules = StackValidationPolicy(

@@ -18,8 +18,10 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.kube.topology_rules import alignment_findings, topology_input_findings
+from gpu_fabric.findings import Finding
+from gpu_fabric.kube.topology_rules import alignment_findings, delivery_findings, topology_input_findings
 from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, pool_facts, stack_resources
+from gpu_fabric.policies.reporting import report_finding
 
 
 def _fabric_pools(args: StackValidationArgs):
@@ -29,17 +31,17 @@ def _fabric_pools(args: StackValidationArgs):
 def _validate_mandatory(args: StackValidationArgs, report_violation: Any) -> None:
     for pool in _fabric_pools(args):
         for finding in topology_input_findings(pool.topology or {}):
-            report_violation(f"{pool.fabric} pool {pool.name}: topology: {finding.message}", pool.urn)
+            report_finding(report_violation, finding, f"{pool.fabric} pool {pool.name}: topology: {finding.message}", pool.urn)
 
 
 def _validate_advisory(args: StackValidationArgs, report_violation: Any) -> None:
     for pool in _fabric_pools(args):
         for finding in alignment_findings(pool.topology or {}):
-            report_violation(f"{pool.fabric} pool {pool.name}: {finding.message}", pool.urn)
+            report_finding(report_violation, finding, f"{pool.fabric} pool {pool.name}: {finding.message}", pool.urn)
 
 
-def undelivered_topologies(resources: list[Resource]) -> list[tuple[str, str]]:
-    """``(urn, pool name)`` of fabric pools whose kubelet topology no part of the stack delivers.
+def undelivered_topologies(resources: list[Resource]) -> list[tuple[str, Finding]]:
+    """``(urn, finding)`` for every fabric pool whose kubelet topology no part of the stack delivers.
 
     Delivered means: the pool's nodes come from the stack's node group (``aws``: user data), the
     pool sets ``topologyAgent``, or a topology agent DaemonSet of the stack names the pool.
@@ -49,7 +51,7 @@ def undelivered_topologies(resources: list[Resource]) -> list[tuple[str, str]]:
 
     agents = {known_str(as_mapping(as_mapping(r.props.get("metadata")).get("annotations")).get(POOL_ANNOTATION))
               for r in resources if r.type.startswith("kubernetes:") and is_topology_agent({"kind": r.type.rsplit(":", 1)[-1], **r.props})}
-    missing = []
+    missing: list[tuple[str, Finding]] = []
     for resource in resources:
         if resource.type != KUEUE_POOL_TYPE:
             continue
@@ -57,17 +59,15 @@ def undelivered_topologies(resources: list[Resource]) -> list[tuple[str, str]]:
         name = known_str(pool.get("name"))
         if not name or (known_str(pool.get("fabric")) or "none") == "none":
             continue
-        if pool.get("aws") or pool.get("topologyAgent") or name in agents:
-            continue
-        missing.append((resource.urn, name))
+        agent = bool(pool.get("topologyAgent")) or name in agents
+        missing.extend((resource.urn, finding) for finding in delivery_findings(name, provisioned=bool(pool.get("aws")),
+                                                                              agent=agent))
     return missing
 
 
 def _validate_delivered(args: StackValidationArgs, report_violation: Any) -> None:
-    for urn, name in undelivered_topologies(stack_resources(args)):
-        report_violation(
-            f"pool {name}: its kubelet topology reaches no node: the stack does not provision its nodes and runs no "
-            "kubelet topology agent for it, so its kubelets keep their own TopologyManager policy", urn)
+    for urn, finding in undelivered_topologies(stack_resources(args)):
+        report_finding(report_violation, finding, finding.message, urn)
 
 
 fabric_pool_topology = StackValidationPolicy(

@@ -17,6 +17,7 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 
 from gpu_fabric.findings import Finding, Severity as Verdict
 from gpu_fabric.kube.workloads import WORKLOAD_KINDS, FabricPool, WorkloadShapeError, judge_workloads, pool_finding_line
+from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.policies._props import PoolFacts, Resource, kubernetes_objects, pod_spec_of, pool_facts, rests_on_unknown, stack_resources
 
 
@@ -64,7 +65,7 @@ def _rests_on_volumes(finding: Finding) -> bool:
 def _report(severity: Verdict, args: StackValidationArgs, report_violation: Any) -> None:
     for urn, finding in workload_findings(stack_resources(args)):
         if finding.severity is severity:
-            report_violation(pool_finding_line(finding), urn)
+            report_finding(report_violation, finding, pool_finding_line(finding), urn)
 
 
 def _validate_errors(args: StackValidationArgs, report_violation: Any) -> None:

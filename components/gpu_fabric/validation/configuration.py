@@ -57,8 +57,8 @@ def load_config(values: Mapping[str, Any], *, aws_region: Optional[str] = None) 
     except ValidationError as error:
         raise ConfigError.from_validation_error(error, model=FabricConfig) from None
     problems: list[Finding] = list(_operator_problems(config))
-    problems.extend(_reference_problems(config))
-    problems.extend(_aws_target_problems(config, aws_region))
+    problems.extend(reference_findings(config))
+    problems.extend(aws_target_findings(config, aws_region))
     # Independent of every other rule: reported beside them, never in their way.
     fact_problems = list(instance_fact_problems(config))
     if not problems:
@@ -90,16 +90,11 @@ def _operator_problems(config: FabricConfig) -> Iterable[Finding]:
         yield Finding.of(GPUSTACK_OPERATOR_VERSION, "gpustackOperator", str(error))
 
 
-def _aws_target_problems(config: FabricConfig, aws_region: Optional[str]) -> Iterable[Finding]:
-    for path, message in _aws_target_pairs(config, aws_region):
-        yield Finding.of(AWS_TARGET, path, message)
-
-
-def _aws_target_pairs(config: FabricConfig, aws_region: Optional[str]) -> Iterable[tuple[str, str]]:
+def aws_target_findings(config: FabricConfig, aws_region: Optional[str]) -> Iterable[Finding]:
     """Node groups join the cluster the Kubernetes objects go to, in the region they are created in."""
     target = config.kubernetes.eks_cluster if config.kubernetes else None
     if target is not None and target.region and aws_region and target.region != aws_region:
-        yield ("kubernetes.eksCluster.region",
+        yield Finding.of(AWS_TARGET, "kubernetes.eksCluster.region",
                f"{target.region} is not the AWS provider's region {aws_region} (aws:region), where the node groups are created")
     region = (target.region if target is not None else None) or aws_region
     clusters = {pool.aws.cluster_name for pool in config.pools if pool.aws is not None}
@@ -107,13 +102,13 @@ def _aws_target_pairs(config: FabricConfig, aws_region: Optional[str]) -> Iterab
         if pool.aws is None:
             continue
         if target is not None and pool.aws.cluster_name != target.name:
-            yield (f"pools[{i}].aws.clusterName", f"the node group would join cluster {pool.aws.cluster_name} but the "
+            yield Finding.of(AWS_TARGET, f"pools[{i}].aws.clusterName", f"the node group would join cluster {pool.aws.cluster_name} but the "
                    f"Kubernetes objects go to cluster {target.name} (kubernetes.eksCluster.name)")
         elif target is None and len(clusters) > 1:
-            yield (f"pools[{i}].aws.clusterName", f"node groups name several clusters ({', '.join(sorted(clusters))}); "
+            yield Finding.of(AWS_TARGET, f"pools[{i}].aws.clusterName", f"node groups name several clusters ({', '.join(sorted(clusters))}); "
                    "the stack's Kubernetes objects go to one cluster")
         if region and region_of_zone(pool.aws.availability_zone) != region:
-            yield (f"pools[{i}].aws.availabilityZone",
+            yield Finding.of(AWS_TARGET, f"pools[{i}].aws.availabilityZone",
                    f"{pool.aws.availability_zone} is not in region {region}, where the node group is created")
 
 
@@ -125,12 +120,8 @@ def _duplicates(names: Iterable[Any]) -> set[Any]:
     return repeated
 
 
-def _reference_problems(config: FabricConfig) -> Iterable[Finding]:
-    for path, message in _reference_pairs(config):
-        yield Finding.of(REFERENCES, path, message)
-
-
-def _reference_pairs(config: FabricConfig) -> Iterable[tuple[str, str]]:
+def reference_findings(config: FabricConfig) -> Iterable[Finding]:
+    """Names declared once, references to declared objects, and roles that fit one node of their pool."""
     for key, items, identity in (
         ("namespaces", config.namespaces, lambda item: item),
         ("pools", config.pools, lambda item: item.name),
@@ -142,54 +133,54 @@ def _reference_pairs(config: FabricConfig) -> Iterable[tuple[str, str]]:
         repeated = _duplicates(identity(item) for item in items)
         for position, item in enumerate(items):
             if identity(item) in repeated:
-                yield f"{key}[{position}]", f"{identity(item)!r} is declared more than once"
+                yield Finding.of(REFERENCES, f"{key}[{position}]", f"{identity(item)!r} is declared more than once")
 
     if config.queue_owner == "standalone":
         for i, pool in enumerate(config.pools):
             if not pool_quotas(pool):
-                yield (f"pools[{i}]", "a standalone ClusterQueue needs something to meter: "
+                yield Finding.of(REFERENCES, f"pools[{i}]", "a standalone ClusterQueue needs something to meter: "
                        "acceleratorsPerNode, a fabric, or cpuPerNode")
 
     tenants = set(config.namespaces)
     backends = {backend.name for backend in config.kv_cache_backends}
     for i, cache_pool in enumerate(config.kv_cache_pools):
         if cache_pool.backends[0] not in backends:
-            yield f"kvCachePools[{i}].backends[0]", f"names no KVCacheBackend of this stack ({_listing(backends)})"
+            yield Finding.of(REFERENCES, f"kvCachePools[{i}].backends[0]", f"names no KVCacheBackend of this stack ({_listing(backends)})")
     cache_pools = {pool.name for pool in config.kv_cache_pools}
     for i, binding in enumerate(config.kv_cache_pool_bindings):
         # The operator's binding webhook reads the pool (validateKVCachePoolBindingCeilingFitsPool): NotFound refuses it.
         if binding.pool_ref.name not in cache_pools:
-            yield f"kvCachePoolBindings[{i}].poolRef.name", f"names no KVCachePool of this stack ({_listing(cache_pools)})"
+            yield Finding.of(REFERENCES, f"kvCachePoolBindings[{i}].poolRef.name", f"names no KVCachePool of this stack ({_listing(cache_pools)})")
         if binding.namespace not in tenants:
-            yield f"kvCachePoolBindings[{i}].namespace", f"{binding.namespace!r} is not one of namespaces ({_listing(tenants)})"
+            yield Finding.of(REFERENCES, f"kvCachePoolBindings[{i}].namespace", f"{binding.namespace!r} is not one of namespaces ({_listing(tenants)})")
     bindings = {(binding.namespace, binding.name) for binding in config.kv_cache_pool_bindings}
 
     for i, deployment in enumerate(config.model_deployments):
         if deployment.namespace not in tenants:
-            yield f"modelDeployments[{i}].namespace", f"{deployment.namespace!r} is not one of namespaces ({_listing(tenants)})"
+            yield Finding.of(REFERENCES, f"modelDeployments[{i}].namespace", f"{deployment.namespace!r} is not one of namespaces ({_listing(tenants)})")
         if deployment.kv_cache is not None and (deployment.namespace, deployment.kv_cache.pool_ref.name) not in bindings:
-            yield (f"modelDeployments[{i}].kvCache.poolRef.name", "names no KVCachePoolBinding of this stack in namespace "
+            yield Finding.of(REFERENCES, f"modelDeployments[{i}].kvCache.poolRef.name", "names no KVCachePoolBinding of this stack in namespace "
                    f"{deployment.namespace} ({_listing(name for ns, name in bindings if ns == deployment.namespace)})")
         for j, role in enumerate(deployment.roles):
             path = f"modelDeployments[{i}].roles[{j}]"
             role_pool = config.pool(role.pool)
             if role_pool is None:
                 field = "instanceType" if role.instance_type is not None else "acceleratorType"
-                yield f"{path}.{field}", f"names no pool of this stack ({_listing(p.name for p in config.pools)})"
+                yield Finding.of(REFERENCES, f"{path}.{field}", f"names no pool of this stack ({_listing(p.name for p in config.pools)})")
                 continue
             yield from _role_fits_pool(path, role.resources.accelerator, role.resources.interface, role_pool)
 
 
-def _role_fits_pool(path: str, accelerator: Any, interface: Any, pool: PoolSpec) -> Iterable[tuple[str, str]]:
+def _role_fits_pool(path: str, accelerator: Any, interface: Any, pool: PoolSpec) -> Iterable[Finding]:
     if accelerator is not None and parse_quantity(accelerator) > pool.accelerators_per_node:
-        yield (f"{path}.resources.accelerator",
+        yield Finding.of(REFERENCES, f"{path}.resources.accelerator",
                f"{accelerator} accelerators do not fit on one node of pool {pool.name} ({pool.accelerators_per_node} per node)")
     count = whole_count(interface) if interface is not None else None
     if count and count > 0:
         if pool.fabric == "none":
-            yield f"{path}.resources.interface", f"pool {pool.name} has no fabric (fabric: none), so no interface can be granted"
+            yield Finding.of(REFERENCES, f"{path}.resources.interface", f"pool {pool.name} has no fabric (fabric: none), so no interface can be granted")
         elif count > pool.interfaces_per_node:
-            yield (f"{path}.resources.interface",
+            yield Finding.of(REFERENCES, f"{path}.resources.interface",
                    f"{count} interfaces do not fit on one node of pool {pool.name} ({pool.interfaces_per_node} per node)")
 
 

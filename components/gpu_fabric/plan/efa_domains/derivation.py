@@ -32,6 +32,7 @@ from gpu_fabric.plan.efa_domains.rules import (
     DOMAIN_FABRIC_MIX,
     DOMAIN_ISOLATED_FAMILY,
     DOMAIN_MEMBER_SELECTOR,
+    DOMAIN_SECURITY_GROUP,
     DOMAIN_VPC,
     EC2_EFA_LIMITS,
 )
@@ -349,3 +350,21 @@ def derive_domains(
                 findings.append(finding)
     findings.extend(_unmatched_members(pools, report, role_path, member_path))
     return DomainAnalysis(tuple(domains), tuple(findings))
+
+
+def shared_security_group_findings(domain: DomainPlan, groups: Mapping[str, Sequence[str]], shared: Sequence[str]) -> list[Finding]:
+    """An EFA domain whose pools' node groups share no security group on their EFA interfaces.
+
+    ``groups`` maps each pool of the domain whose groups are known to the names of the stack's groups on
+    its EFA interfaces; ``shared`` are the groups on all of them. A group that admits only its own node group
+    drops the other pools' EFA traffic (EC2 User Guide, "Get started with EFA", step 1).
+    """
+    if domain.fabric != "efa" or len(groups) < 2 or shared:
+        return []
+    listing = "; ".join(f"pool {pool}: {', '.join(found) or 'no group of this stack'}" for pool, found in sorted(groups.items()))
+    legs = "; ".join(leg.describe() for leg in domain.legs if leg.source.pool != leg.target.pool)
+    return [Finding.of(DOMAIN_SECURITY_GROUP, "", (
+        f"EFA domain {domain.name}: the node groups of pools {', '.join(sorted(groups))} exchange EFA traffic "
+        f"({legs}) but no security group of this stack is on the EFA interfaces of all of them ({listing}); "
+        "a group that admits only its own node group drops the other pools' EFA traffic unless a group outside "
+        "the stack happens to allow it"))]

@@ -42,5 +42,11 @@ DOMAIN_MEMBER_SELECTOR = Rule(
     "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodeselector", policy=POLICY,
     refusal=Refusal.INPUT)
 
+DOMAIN_SECURITY_GROUP = Rule(
+    "efa-domain-security-group",
+    "the node groups of pools that exchange EFA traffic share one security group of the stack on their EFA interfaces",
+    "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html#efa-start-security",
+    policy="efa-domain-security-group")
+
 RULES: tuple[Rule, ...] = (DOMAIN_AVAILABILITY_ZONE, DOMAIN_VPC, DOMAIN_ISOLATED_FAMILY, DOMAIN_FABRIC_MIX,
-                          DOMAIN_MEMBER_SELECTOR)
+                          DOMAIN_MEMBER_SELECTOR, DOMAIN_SECURITY_GROUP)
