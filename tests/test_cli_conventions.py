@@ -45,17 +45,21 @@ def test_plain_text_removes_restructured_text_markup():
         "a uses analyze and Name, really"
 
 
-def test_list_policies_names_every_policy_with_its_enforcement_level():
+def test_list_policies_names_every_policy_with_its_enforcement_level_and_rules():
     from gpu_fabric.policies import ALL_POLICIES
+    from gpu_fabric.validation.rule_registry import rules_of_policy
 
     outcome = run_cli("check", "--list-policies")
     assert outcome.code == 0, outcome.describe()
-    lines = outcome.out.splitlines()
+    lines = [line for line in outcome.out.splitlines() if not line.startswith(" ")]
     assert len(lines) == len(ALL_POLICIES)
     for line, policy in zip(lines, ALL_POLICIES):
         name, level, summary = line.split(None, 2)
         assert name == policy.name and level == policy.enforcement_level.value and summary
         assert summary.rstrip(".") in " ".join(policy.description.split())
+    # Under each policy, one indented line per rule it reports: id, then summary.
+    blocks = outcome.out.split("\n" + ALL_POLICIES[1].name)[0].splitlines()[1:]
+    assert [line.split()[0] for line in blocks] == [entry.id for entry in rules_of_policy(ALL_POLICIES[0].name)]
 
 
 def _project(tmp_path: Path, change) -> Path:

@@ -24,8 +24,8 @@ LAYERS: dict[str, int] = {
     "kube": 3,        # node-side Kubernetes: topology rendering, device plugins, Kueue, coverage
     "aws": 4,         # EC2 instance facts, the EFA planner, node-group inputs, user data
     "plan": 5,        # what crosses domains: EFA domains, the fabric plan
-    "policies": 6,    # CrossGuard policies over the same pure analysis
-    "validation": 7,  # load_config: every rule, the pack's mandatory verdicts included
+    "validation": 6,  # load_config: every rule, the pack's mandatory verdicts included; the rule registry
+    "policies": 7,    # CrossGuard policies: adapters from the engine's resources to the same rules
     "resources": 8,   # thin Pulumi components
     "": 9,            # the package root: the public API (lazy names)
     "program": 10,    # the stack program, the offline render under mocks, the component provider

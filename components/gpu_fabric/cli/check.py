@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         examples=["gpu-fabric check", "gpu-fabric check --stack aws-efa --preview",
                   "gpu-fabric check --list-policies", "gpu-fabric check --quiet"])
     parser.add_argument("--list-policies", action="store_true",
-                        help="list the pack's policies (name, enforcement level, what each refuses) and exit")
+                        help="list the pack's policies (name, enforcement level, what each refuses) and the rules "
+                             "each reports, and exit")
     parser.add_argument("--stack", action="append", dest="stacks", metavar="NAME",
                         help="stack name (stacks/Pulumi.NAME.yaml); repeatable; default: every stack in stacks/")
     parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from gpu_fabric.cli.render import render_or_report, selected_stacks
     from gpu_fabric import __version__
     from gpu_fabric.policies import ALL_POLICIES, pack_display_name
+    from gpu_fabric.policies.catalogue import policy_listing
     from gpu_fabric.policies._props import Resource
     from gpu_fabric.policies.efa_domains import describe_stack_domains
     from gpu_fabric.policies.over_grpc import analyze_over_grpc, served_pack
@@ -88,18 +90,6 @@ def run(args: argparse.Namespace) -> int:
                          () if quiet else describe_stack_domains(resources), skipped, preview=args.preview))
             refused = refused or any(v.mandatory for v in violations)
     return EXIT_FINDINGS if refused else EXIT_OK
-
-
-def policy_listing(policies: Sequence) -> str:
-    """One line per policy: name, enforcement level, and the first sentence of its description."""
-    width = max(len(policy.name) for policy in policies)
-    lines = []
-    for policy in policies:
-        level = getattr(policy.enforcement_level, "value", str(policy.enforcement_level))
-        summary = " ".join(str(policy.description).split())
-        summary = summary.split(". ")[0].rstrip(".")
-        lines.append(f"{policy.name:<{width}}  {level:<9}  {summary}")
-    return "\n".join(lines)
 
 
 def _resource_label(urn: str) -> str:
