@@ -17,7 +17,7 @@ from gpu_fabric.config.constants import NODE_GROUP_TYPE, SECURITY_GROUP_TYPE, LA
 from gpu_fabric.diff.replace_rules import rolls_nodes
 from gpu_fabric.kube.kueue import pool_quotas
 from gpu_fabric.plan.fabric_plan import coverage_gaps
-from gpu_fabric.policies._props import Resource
+from gpu_fabric.policies.resource_view import Resource
 from gpu_fabric.policies.karpenter import KARPENTER_POOL_TYPE, karpenter_efa_pool
 from gpu_fabric.policies.runner import run_policies
 from gpu_fabric.program.render import render_stack

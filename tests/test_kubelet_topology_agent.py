@@ -282,7 +282,7 @@ def test_an_agent_annotation_on_a_foreign_workload_does_not_buy_more_access() ->
 
 
 def stack_of(values: dict) -> list:
-    from gpu_fabric.policies._props import Resource
+    from gpu_fabric.policies.resource_view import Resource
     from gpu_fabric.resources.fabric import GpuFabric
 
     result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", as_args(values)))

@@ -22,7 +22,8 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from gpu_fabric.config.shapes import UNKNOWN, is_unknown, list_at, mapping_at
 from gpu_fabric.gpustack.transfer_legs import MSG_NO_FABRIC_LEG
-from gpu_fabric.policies._props import Resource, plain
+from gpu_fabric.policies.engine_wire import plain
+from gpu_fabric.policies.resource_view import Resource
 from gpu_fabric.policies.over_grpc import PACK_FAILURE, analyze_over_grpc, analyze_request, analyze_stack_request, served_pack
 from policy_helpers import PROJECT_DIR
 from test_policy_grpc import TRANSFER_POLICY, analyzer, seed_deployment  # noqa: F401 - the pack fixture
@@ -197,7 +198,7 @@ def test_a_finding_resting_on_an_unknown_is_withheld_and_the_others_pass():
 
     from gpu_fabric.config.shapes import rests_on_unknown
     from gpu_fabric.findings import Finding, Rule
-    from gpu_fabric.policies._props import resource_of
+    from gpu_fabric.policies.engine_wire import resource_of
     from gpu_fabric.policies.reporting import report_finding
     from gpu_fabric.policies.runner import run_policy
 

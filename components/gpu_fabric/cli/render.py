@@ -172,7 +172,7 @@ def operator_warning_lines(result) -> list[str]:
     fields whose fate the operator's docs leave open (``not confirmed for 0.10.0``) and objects the operator
     admits with a warning. The same analysis the render's validation ran; only its warnings are new here."""
     from gpu_fabric.gpustack.admission_pipeline import analyze
-    from gpu_fabric.policies._props import Resource
+    from gpu_fabric.policies.resource_view import Resource
     from gpu_fabric.policies.transfer_paths import stack_operator
 
     resources = [Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies) for r in result.resources]
@@ -185,7 +185,7 @@ def operator_warning_lines(result) -> list[str]:
 
 def domain_lines(rendered_resources) -> list[str]:
     """Each fabric domain as a path (role -> pool -> node group <-> members -> pool -> node group)."""
-    from gpu_fabric.policies._props import Resource
+    from gpu_fabric.policies.resource_view import Resource
     from gpu_fabric.policies.efa_domains import describe_stack_domains
 
     resources = [Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies) for r in rendered_resources]

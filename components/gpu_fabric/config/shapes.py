@@ -6,7 +6,7 @@ what each read returns.
 
 At ``pulumi preview`` any value may also be *unknown*: the engine sends a value it does not know
 yet (another resource's id or output) as its sentinel string, and the policies' boundary
-(``gpu_fabric.policies._props.plain``) turns every sentinel into :data:`UNKNOWN`. That value is
+(``gpu_fabric.policies.engine_wire.plain``) turns every sentinel into :data:`UNKNOWN`. That value is
 readable as every shape a rule may expect, so no reader below the boundary needs to ask first:
 as a mapping it has no keys and every key of it is unknown, iterated it yields nothing, it is
 ``in`` nothing's way, and it equals only itself. A rule that needs the value cannot decide (it sees

@@ -86,6 +86,35 @@ def _list(value: Any, path: str) -> list[Any]:
     return value
 
 
+def _read_mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def pod_spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod spec a workload's pods run, read leniently (a malformed shape reads as empty): a Pod's own spec,
+    else its main pod template's (a CronJob's job template, a LeaderWorkerSet's worker template; ``template`` for
+    any other kind); ``None`` when there is none. :func:`pod_templates` is the strict reader of every template."""
+    kind = obj.get("kind")
+    node = _read_mapping(obj.get("spec"))
+    if kind == "Pod":
+        return node
+    for key in POD_TEMPLATE_PATHS.get(str(kind), (("template",),))[-1]:
+        node = _read_mapping(node.get(key))
+    return _read_mapping(node.get("spec")) or None
+
+
+def requested_resource_names(pod_spec: Mapping[str, Any]) -> set[str]:
+    """Every resource name a container (or init container) of the pod requests or limits, read leniently."""
+    names: set[str] = set()
+    for key in ("initContainers", "containers"):
+        containers = pod_spec.get(key)
+        for container in containers if isinstance(containers, list) else []:
+            resources = _read_mapping(_read_mapping(container).get("resources"))
+            for section in ("requests", "limits"):
+                names.update(str(name) for name in _read_mapping(resources.get(section)))
+    return names
+
+
 def pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """``(path of the pod spec, pod spec)`` of every pod template of a workload; ``[]`` for other kinds."""
     kind = obj.get("kind")

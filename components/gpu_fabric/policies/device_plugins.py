@@ -25,16 +25,16 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackV
 from gpu_fabric.findings import Finding
 from gpu_fabric.kube.coverage import DEVICE_PLUGIN_COVERAGE
 from gpu_fabric.policies.reporting import report_finding
-from gpu_fabric.policies._props import (
+from gpu_fabric.config.shapes import unknown_paths
+from gpu_fabric.policies.engine_wire import stack_resources
+from gpu_fabric.policies.resource_view import (
     GPU_FABRIC_TYPE,
-    PoolFacts,
-    Resource,
     as_mapping,
     known_str,
     pool_facts,
+    PoolFacts,
     queue_owner,
-    stack_resources,
-    unknown_paths,
+    Resource,
 )
 
 OPERATOR_CHART = "gpustack-operator"

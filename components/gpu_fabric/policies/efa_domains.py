@@ -5,7 +5,7 @@ The domains are decided by :func:`gpu_fabric.plan.efa_domains.derivation.derive_
 stack built from the components directly (``KueuePool``, ``EfaNodeGroup``, ``KVCache``,
 ``ModelDeployment``) is refused at preview exactly as a configuration is refused by ``render``:
 
-* pools from :func:`gpu_fabric.policies._props.pool_facts` (``KueuePool`` specs, then node groups
+* pools from :func:`gpu_fabric.policies.resource_view.pool_facts` (``KueuePool`` specs, then node groups
   no pool claims);
 * where each pool's nodes are: the pool's ``aws`` block (``GpuFabric``), else the ``EfaNodeGroup``
   component above the node group that provides them (its ``availabilityZone``/``vpcId``/``subnetId``
@@ -33,12 +33,12 @@ from gpu_fabric.plan.efa_domains.derivation import (
 )
 from gpu_fabric.plan.efa_domains.description import describe_domain
 from gpu_fabric.plan.efa_domains.rules import DOMAIN_MEMBER_SELECTOR, EC2_EFA_LIMITS, POLICY as DOMAIN_POLICY
-from gpu_fabric.policies._props import (
+from gpu_fabric.config.shapes import rests_on_unknown
+from gpu_fabric.policies.engine_wire import stack_resources
+from gpu_fabric.policies.resource_view import (
     KUEUE_POOL_TYPE,
     NODE_GROUP_TYPE,
     SECURITY_GROUP_TYPE,
-    PoolFacts,
-    Resource,
     ancestors,
     as_list,
     as_mapping,
@@ -47,9 +47,9 @@ from gpu_fabric.policies._props import (
     node_group_launch_template,
     pool_facts,
     pool_node_groups,
-    rests_on_unknown,
+    PoolFacts,
+    Resource,
     siblings,
-    stack_resources,
 )
 from gpu_fabric.policies.karpenter import node_pool_security_groups
 from gpu_fabric.policies.reporting import report_finding

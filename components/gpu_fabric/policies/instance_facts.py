@@ -15,7 +15,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceVali
 from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
 from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings
 from gpu_fabric.findings import Finding
-from gpu_fabric.policies._props import KUEUE_POOL_TYPE, as_list, as_mapping, plain
+from gpu_fabric.policies.engine_wire import plain
+from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, as_list, as_mapping
 from gpu_fabric.policies.reporting import report_finding
 
 

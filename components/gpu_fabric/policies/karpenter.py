@@ -41,15 +41,15 @@ from gpu_fabric.aws.karpenter import (
 from gpu_fabric.findings import Finding
 from gpu_fabric.policies.efa_interfaces import ALLOW_FEWER_EFA_INTERFACES, allows_fewer_efa_interfaces
 from gpu_fabric.policies.reporting import report_finding
-from gpu_fabric.policies._props import (
+from gpu_fabric.config.shapes import rests_on_unknown
+from gpu_fabric.policies.engine_wire import stack_resources
+from gpu_fabric.policies.resource_view import (
     EFA_INTERFACE_TYPES,
     SECURITY_GROUP_TYPE,
-    Resource,
     as_list,
     as_mapping,
     known_str,
-    rests_on_unknown,
-    stack_resources,
+    Resource,
 )
 
 KARPENTER_POOL_TYPE = "gpu-fabric:index:KarpenterEfaPool"

@@ -16,16 +16,9 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 from gpu_fabric.config import constants
 from gpu_fabric.findings import Finding, ObjectRef
 from gpu_fabric.kube.kueue_rules import covered_keys_findings, queue_label_findings
-from gpu_fabric.policies._props import (
-    Resource,
-    as_list,
-    as_mapping,
-    known_str,
-    pod_spec_of,
-    pool_facts,
-    requested_resources,
-    stack_resources,
-)
+from gpu_fabric.kube.workloads import pod_spec_of, requested_resource_names
+from gpu_fabric.policies.engine_wire import stack_resources
+from gpu_fabric.policies.resource_view import as_list, as_mapping, known_str, pool_facts, Resource
 from gpu_fabric.gpustack.transfer_legs import EFA_KEY, FABRIC_KEYS
 from gpu_fabric.policies.reporting import report_finding
 
@@ -39,7 +32,7 @@ DEFAULT_NAMESPACE = "default"
 def fabric_keys_of(obj: Resource) -> set[str]:
     """Fabric keys a workload's containers request."""
     pod_spec = pod_spec_of(obj.props)
-    return requested_resources(pod_spec) & ALL_FABRIC_KEYS if pod_spec else set()
+    return requested_resource_names(pod_spec) & ALL_FABRIC_KEYS if pod_spec else set()
 
 
 def queue_name_of(obj: Resource) -> str | None:

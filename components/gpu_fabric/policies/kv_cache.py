@@ -16,7 +16,8 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 from gpu_fabric.findings import Finding
 from gpu_fabric.gpustack.admission_pipeline import analyze
 from gpu_fabric.plan.transport_fabric import KV_MEMBER_TRANSPORT_FABRIC, member_findings, role_leg_findings
-from gpu_fabric.policies._props import Resource, pool_facts, stack_resources
+from gpu_fabric.policies.engine_wire import stack_resources
+from gpu_fabric.policies.resource_view import pool_facts, Resource
 from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
 

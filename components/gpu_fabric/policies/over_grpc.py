@@ -9,8 +9,9 @@ raises fails the call (``grpc.StatusCode.UNKNOWN``), exactly what makes a real p
 
 The servicer is pulumi_policy's own (``pulumi_policy/policy.py``: ``PolicyPack.__init__`` builds a
 ``_PolicyAnalyzerServicer`` from its arguments, serves it on ``127.0.0.1:0`` and then blocks
-forever, so it cannot be called here); it is built from :data:`gpu_fabric.policies.PACK_SETTINGS`,
-the very arguments ``policy/__main__.py`` passes to ``PolicyPack``.
+forever, so it cannot be called here), reached through the engine-wire boundary
+(:data:`gpu_fabric.policies.engine_wire.AnalyzerServicer`); it is built from
+:data:`gpu_fabric.policies.PACK_SETTINGS`, the very arguments ``policy/__main__.py`` passes to ``PolicyPack``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from google.protobuf import struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from pulumi_policy import EnforcementLevel
 
-from gpu_fabric.policies._props import Resource
+from gpu_fabric.policies.resource_view import Resource
 from gpu_fabric.policies.runner import NotApplicable, Violation
 
 CALL_TIMEOUT_SECONDS = 120.0
@@ -63,13 +64,12 @@ def served_pack(policies: Optional[Sequence[Any]] = None, display_name: str = "g
     ``policies``: default :data:`gpu_fabric.policies.ALL_POLICIES`; ``display_name``: what
     ``GetAnalyzerInfo`` answers (:func:`gpu_fabric.policies.pack_display_name`).
     """
-    from pulumi_policy.policy import _PolicyAnalyzerServicer
-
     from gpu_fabric.policies import ALL_POLICIES, PACK_SETTINGS
+    from gpu_fabric.policies.engine_wire import AnalyzerServicer
 
     settings = PACK_SETTINGS
     # PolicyPack passes the version "0.0.1" (the engine reads the real one from PulumiPolicy.yaml).
-    servicer = _PolicyAnalyzerServicer(
+    servicer = AnalyzerServicer(
         settings["name"], "0.0.1", list(policies if policies is not None else ALL_POLICIES),
         settings["enforcement_level"], None, settings["description"], display_name,
         None, settings["provider"], list(settings["tags"]), None)

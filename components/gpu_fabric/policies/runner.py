@@ -24,10 +24,9 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.policy import _NotApplicableError
-from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from gpu_fabric.policies._props import Resource
+from gpu_fabric.policies.engine_wire import NotApplicableError, UnknownValueError, proxied
+from gpu_fabric.policies.resource_view import Resource
 
 
 @dataclass(frozen=True)
@@ -53,14 +52,14 @@ def options(parent: str = "") -> PolicyResourceOptions:
 
 def resource_args(resource: Resource, config: Optional[Mapping[str, Any]] = None) -> ResourceValidationArgs:
     """``ResourceValidationArgs`` of one resource (props proxied as in ``Analyze``)."""
-    props = unknown_checking_proxy(_copy(resource.props))
+    props = proxied(_copy(resource.props))
     return ResourceValidationArgs(resource.type, props, resource.urn, resource.name, options(resource.parent), None, config)
 
 
 def stack_args(resources: Sequence[Resource], config: Optional[Mapping[str, Any]] = None) -> StackValidationArgs:
     """``StackValidationArgs`` of a whole stack, parents and dependencies linked as in ``AnalyzeStack``."""
     policy_resources = [
-        PolicyResource(r.type, unknown_checking_proxy(_copy(r.props)), r.urn, r.name, options(r.parent), None, None, [], {})
+        PolicyResource(r.type, proxied(_copy(r.props)), r.urn, r.name, options(r.parent), None, None, [], {})
         for r in resources
     ]
     by_urn = {pr.urn: pr for pr in policy_resources}
@@ -138,7 +137,7 @@ def run_policy(
         except UnknownValueError as error:
             found.append(Violation(policy.name, EnforcementLevel.ADVISORY, _severity(policy),
                                    f"can't run policy during preview: {error.message}", default_urn))
-        except _NotApplicableError as error:
+        except NotApplicableError as error:
             if not_applicable is not None:
                 not_applicable.append(NotApplicable(policy.name, getattr(error, "reason", None) or "", default_urn))
         except Exception as error:  # noqa: BLE001 - the analyzer turns any other failure into an error too

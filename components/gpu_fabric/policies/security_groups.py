@@ -31,16 +31,16 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 
 from gpu_fabric.aws.security_group_rules import GroupRule, self_rule_findings
 from gpu_fabric.config import constants
-from gpu_fabric.policies._props import (
+from gpu_fabric.config.shapes import is_unknown
+from gpu_fabric.policies.engine_wire import stack_resources
+from gpu_fabric.policies.resource_view import (
     SECURITY_GROUP_TYPE,
-    Resource,
     as_list,
     as_mapping,
     is_efa_launch_template,
-    is_unknown,
     known_str,
+    Resource,
     siblings,
-    stack_resources,
     truthy,
 )
 from gpu_fabric.findings import Finding

@@ -20,7 +20,8 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 
 from gpu_fabric.findings import Finding
 from gpu_fabric.kube.topology_rules import alignment_findings, delivery_findings, topology_input_findings
-from gpu_fabric.policies._props import KUEUE_POOL_TYPE, Resource, as_mapping, known_str, pool_facts, stack_resources
+from gpu_fabric.policies.engine_wire import stack_resources
+from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, as_mapping, known_str, pool_facts, Resource
 from gpu_fabric.policies.reporting import report_finding
 
 

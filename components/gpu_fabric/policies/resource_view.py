@@ -1,20 +1,19 @@
-"""Reading resource properties as the engine sends them, and the pool facts every policy shares.
+"""The stack as policies read it: each resource with plain props, and the pools every policy shares.
 
-The analyzer hands a policy its resource's inputs wrapped in an unknown-checking proxy: touching a
-value that is unknown at preview (an id or output of another resource) raises, and the engine then
-downgrades the whole policy to an advisory "can't run during preview" note. Policies here never
-want that, so they first copy the props into plain Python (:func:`plain`), with every unknown
-value replaced by the typed :data:`UNKNOWN` (``gpu_fabric.config.shapes.Unknown``: readable as any
-shape, so no rule below needs to ask first), and with the wire's doubles turned back into ints
-where they are whole (``networkCardIndex: 1.0`` -> ``1``). Decisions then read only values that
-are known at preview: names, labels and the spec fields the stack sets; a rule whose value is
-unknown sees nothing to refuse, the others still decide.
+A :class:`Resource` is one resource of the stack as the engine-wire boundary
+(:mod:`gpu_fabric.policies.engine_wire`) hands it over: its type, name, URN, parent and property
+dependencies, and its inputs as plain dicts and lists in which a value unknown at preview is
+:data:`gpu_fabric.config.shapes.UNKNOWN` (readable as any shape, so no rule needs to ask first).
+Decisions read values that are known at preview: names, labels and the spec fields the stack sets.
 
-Pool facts (:class:`PoolFacts`) come from two places:
+Pools (:class:`PoolFacts`: a :class:`~gpu_fabric.kube.pool_view.PoolView` and the resource that declares
+it) come from two places:
 
 * ``gpu-fabric:index:KueuePool`` components carry the pool spec as their ``pool`` input;
 * hand-written stacks: ``aws:eks/nodeGroup:NodeGroup`` resources (labels, taints, instance types,
   and the EFA interfaces of the launch template registered beside them).
+
+Nothing here touches the policy engine: this module imports no ``pulumi_policy``.
 """
 
 from __future__ import annotations
@@ -22,11 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from pulumi_policy import PolicyResource, StackValidationArgs
-
+from gpu_fabric.aws.launch_template_rules import EFA_INTERFACE_TYPES, efa_interfaces
 from gpu_fabric.config import constants
-from gpu_fabric.config.shapes import UNKNOWN, Unknown, is_unknown, rests_on_unknown, unknown_paths  # noqa: F401 - rests_on_unknown: the policies' reader
 from gpu_fabric.config.pool import ARCH_LABEL, EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL
+from gpu_fabric.config.shapes import is_unknown
 from gpu_fabric.kube.pool_view import PoolView, pool_view_of_input, view_node_labels
 
 KUEUE_POOL_TYPE = "gpu-fabric:index:KueuePool"
@@ -35,48 +33,6 @@ LAUNCH_TEMPLATE_TYPE = constants.LAUNCH_TEMPLATE_TYPE
 NODE_GROUP_TYPE = constants.NODE_GROUP_TYPE
 SECURITY_GROUP_TYPE = constants.SECURITY_GROUP_TYPE
 PLACEMENT_GROUP_TYPE = constants.PLACEMENT_GROUP_TYPE
-
-EFA_INTERFACE_TYPES = ("efa", "efa-only")
-
-
-def _is_unknown_sentinel(value: Any) -> bool:
-    # pulumi_policy/proxy.py ``_is_unknown``: the engine's sentinels (``UNKNOWN_STRING_VALUE``
-    # "04da6b54-80e4-46f7-96ec-b56ff0331ba9", the one pulumi/runtime/rpc.py ``UNKNOWN`` writes for
-    # every unknown, and its number/bool/array/object/asset/archive siblings). The analyzer keeps
-    # them as strings inside its unknown-checking proxy (``_DictProxy``/``_ListProxy``), which raises
-    # ``UnknownValueError`` on access; :func:`plain` reads past the proxy and types them instead.
-    from pulumi_policy.proxy import _is_unknown
-
-    return _is_unknown(value)
-
-
-def _target(value: Any) -> Any:
-    """The raw list/dict behind an unknown-checking proxy (without triggering its checks)."""
-    from pulumi_policy.proxy import _DictProxy, _ListProxy
-
-    if isinstance(value, (_DictProxy, _ListProxy)):
-        return value["__target"]
-    return value
-
-
-def plain(value: Any) -> Any:
-    """Copy ``value`` into plain dicts/lists; unknowns become :data:`UNKNOWN`, whole doubles ints."""
-    value = _target(value)
-    if isinstance(value, Unknown):
-        return value
-    if isinstance(value, str):
-        return UNKNOWN if _is_unknown_sentinel(value) else value
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else value
-    if isinstance(value, Mapping):
-        return {str(key): plain(_target(value)[key]) for key in value}
-    if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
-    if hasattr(value, "value") and type(value).__name__ == "Secret":
-        return plain(value.value)
-    return value
 
 
 def known_str(value: Any) -> Optional[str]:
@@ -105,7 +61,7 @@ def truthy(value: Any) -> bool:
     return value is True
 
 
-# -- the stack as plain data -----------------------------------------------------------------------
+# -- the stack ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -151,30 +107,6 @@ class Resource:
         return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
-def _parent_urn(resource: PolicyResource) -> str:
-    if resource.parent is not None:
-        return resource.parent.urn
-    opts = getattr(resource, "opts", None)
-    return str(getattr(opts, "parent", None) or "")
-
-
-def stack_resources(args: StackValidationArgs) -> list[Resource]:
-    """Every resource of a stack validation as :class:`Resource` with plain props."""
-    return [
-        Resource(
-            r.resource_type, r.name, r.urn, as_mapping(plain(r.props)), _parent_urn(r),
-            {key: tuple(d.urn for d in deps) for key, deps in (r.property_dependencies or {}).items()},
-        )
-        for r in args.resources
-    ]
-
-
-def resource_of(args: Any) -> Resource:
-    """The resource of a ``ResourceValidationArgs`` with plain props."""
-    parent = str(getattr(getattr(args, "opts", None), "parent", None) or "")
-    return Resource(args.resource_type, args.name, args.urn, as_mapping(plain(args.props)), parent)
-
-
 def ancestors(resource: Resource, by_urn: Mapping[str, Resource]) -> list[Resource]:
     """Parent, grandparent, ... of ``resource`` among ``by_urn``."""
     chain: list[Resource] = []
@@ -190,43 +122,6 @@ def ancestors(resource: Resource, by_urn: Mapping[str, Resource]) -> list[Resour
 def kubernetes_objects(resources: Iterable[Resource]) -> list[Resource]:
     """The resources that carry a Kubernetes manifest."""
     return [r for r in resources if r.is_kubernetes_object]
-
-
-# -- workloads ---------------------------------------------------------------------------------------
-
-def pod_spec_of(obj: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
-    """The pod spec of a Pod or of a workload's pod template (CronJob: its job template)."""
-    kind = obj.get("kind")
-    spec = as_mapping(obj.get("spec"))
-    if kind == "Pod":
-        return spec
-    if kind == "CronJob":
-        spec = as_mapping(as_mapping(spec.get("jobTemplate")).get("spec"))
-    if kind == "LeaderWorkerSet":
-        spec = as_mapping(as_mapping(spec.get("leaderWorkerTemplate")).get("workerTemplate"))
-        return as_mapping(spec.get("spec")) or None
-    template = as_mapping(spec.get("template"))
-    return as_mapping(template.get("spec")) if template else None
-
-
-def pod_metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Labels/annotations that Kueue reads: the object's own metadata (Kueue labels the top object)."""
-    return as_mapping(obj.get("metadata"))
-
-
-def containers_of(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Containers and init containers of a pod spec."""
-    return [c for c in [*as_list(pod_spec.get("initContainers")), *as_list(pod_spec.get("containers"))] if isinstance(c, Mapping)]
-
-
-def requested_resources(pod_spec: Mapping[str, Any]) -> set[str]:
-    """Every resource name a container of the pod requests or limits."""
-    names: set[str] = set()
-    for container in containers_of(pod_spec):
-        resources = as_mapping(container.get("resources"))
-        for section in ("requests", "limits"):
-            names.update(str(key) for key in as_mapping(resources.get(section)))
-    return names
 
 
 # -- pools -------------------------------------------------------------------------------------------
@@ -246,14 +141,6 @@ def _pool_from_spec(resource: Resource) -> Optional[PoolFacts]:
     if view is None:
         return None
     return PoolFacts(**{f.name: getattr(view, f.name) for f in fields(PoolView)}, urn=resource.urn, source="pool")
-
-
-def efa_interfaces(launch_template_props: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The ``networkInterfaces`` of a launch template that are EFA (``efa`` or ``efa-only``)."""
-    return [
-        interface for interface in as_list(launch_template_props.get("networkInterfaces"))
-        if isinstance(interface, Mapping) and interface.get("interfaceType") in EFA_INTERFACE_TYPES
-    ]
 
 
 def is_efa_launch_template(resource: Resource) -> bool:
