@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Iterable, Literal, Optional, Sequence, Union
+from typing import Annotated, Iterable, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
@@ -43,6 +43,26 @@ def platform_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] 
         labels[EFA_PRESENT_LABEL] = "true"
     if len(instance_types) == 1:
         labels[INSTANCE_TYPE_LABEL] = instance_types[0]
+    return labels
+
+
+def pool_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] = (),
+                     pool_labels: Optional[Mapping[str, str]] = None, node_group_labels: Optional[Mapping[str, str]] = None,
+                     karpenter_node_pool: Optional[str] = None, node_group_wins: bool = False) -> dict[str, str]:
+    """The labels every node of a pool carries: the one derivation every view of a pool calls.
+
+    What the platform adds (:func:`platform_node_labels`), Karpenter's ``karpenter.sh/nodepool`` when a
+    NodePool named ``karpenter_node_pool`` launches the nodes, then the node group's labels and the pool's
+    own ``nodeLabels``: the pool's win, as the node group gpu-fabric builds gives them precedence
+    (``EfaNodeGroup``'s labels are ``{**aws.labels, **nodeLabels}``). ``node_group_wins`` reads them the
+    other way round, as the policy pack reads a ``KueuePool`` input whose ``aws.labels`` come last.
+    """
+    labels = platform_node_labels(name, efa=efa, instance_types=instance_types)
+    if karpenter_node_pool is not None:
+        labels[KARPENTER_NODEPOOL_LABEL] = karpenter_node_pool
+    layers = (pool_labels, node_group_labels) if node_group_wins else (node_group_labels, pool_labels)
+    for layer in layers:
+        labels.update(layer or {})
     return labels
 
 
@@ -197,12 +217,11 @@ class PoolSpec(SpecModel):
         label only for pools whose nodes come from our AWS node group).
         """
         aws = self.aws
-        labels = platform_node_labels(self.name, efa=aws is not None, instance_types=aws.instance_types if aws else ())
-        if aws is not None and aws.is_karpenter:
+        labels = pool_node_labels(
+            self.name, efa=aws is not None, instance_types=aws.instance_types if aws else (),
+            pool_labels=self.node_labels, node_group_labels=aws.labels if aws else None,
             # Karpenter labels every node it launches with its NodePool, which GpuFabric names after the pool.
-            labels[KARPENTER_NODEPOOL_LABEL] = self.name
-        labels.update(aws.labels if aws else {})
-        labels.update(self.node_labels)
+            karpenter_node_pool=self.name if aws is not None and aws.is_karpenter else None)
         return dict(sorted(labels.items()))
 
     def taint_dicts(self) -> list[dict[str, str]]:

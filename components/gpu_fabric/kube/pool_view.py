@@ -4,8 +4,8 @@ A pool reaches the rules two ways: as ``load_config`` holds it (a typed
 :class:`~gpu_fabric.config.pool.PoolSpec`: :func:`pool_view_of`) and as a ``KueuePool`` component's
 ``pool`` input carries it at preview (camelCase, any value possibly unknown: :func:`pool_view_of_input`).
 Both give the same :class:`PoolView` for the same pool, so a rule that reads one decides as it would
-on the other. The node labels are :func:`view_node_labels`: the pool's nodeLabels over what the
-platform adds (:func:`gpu_fabric.config.pool.platform_node_labels`), its node group's labels last.
+on the other. The node labels are :func:`view_node_labels`, through the one derivation every view of a
+pool calls (:func:`gpu_fabric.config.pool.pool_node_labels`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-from gpu_fabric.config.pool import INSTANCE_TYPE_LABEL, platform_node_labels
+from gpu_fabric.config.pool import INSTANCE_TYPE_LABEL, pool_node_labels
 from gpu_fabric.config.shapes import is_unknown
 
 if TYPE_CHECKING:
@@ -71,10 +71,11 @@ def view_node_labels(name: str, fabric: str, node_labels: Mapping[str, Any], ins
     ``gpustack--...-<os>-<arch>`` name tells ``kubernetes.io/os``/``arch``; a single-type AWS pool
     carries ``node.kubernetes.io/instance-type``. Values unknown at preview are left out.
     """
-    labels = platform_node_labels(name, efa=fabric == "efa", instance_types=instance_types)
-    labels.update({str(k): str(v) for k, v in node_labels.items() if not is_unknown(v)})
-    labels.update({str(k): str(v) for k, v in (node_group_labels or {}).items() if not is_unknown(v)})
-    return labels
+    return pool_node_labels(
+        name, efa=fabric == "efa", instance_types=instance_types,
+        pool_labels={str(k): str(v) for k, v in node_labels.items() if not is_unknown(v)},
+        node_group_labels={str(k): str(v) for k, v in (node_group_labels or {}).items() if not is_unknown(v)},
+        node_group_wins=True)
 
 
 def pool_view_of(spec: "PoolSpec") -> PoolView:
