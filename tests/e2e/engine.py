@@ -44,10 +44,13 @@ class ControlPlane:
     _client: Any = field(default=None, repr=False)
 
     @classmethod
-    def start(cls, folder: Path, engine_bin: Path, operator: Optional[str] = None) -> "ControlPlane":
+    def start(cls, folder: Path, engine_bin: Path, operator: Optional[str] = None,
+              kueue: bool = False) -> "ControlPlane":
         argv = [sys.executable, str(SCRIPTS / "control-plane"), "start", str(folder)]
         if operator:
             argv += ["--operator", operator]
+        if kueue:
+            argv.append("--kueue")
         env = {**os.environ, "GPU_FABRIC_ENGINE_BIN": str(engine_bin)}
         done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
         if done.returncode != 0:
@@ -230,3 +233,37 @@ def output_of(done: subprocess.CompletedProcess) -> str:
 
 def as_json(done: subprocess.CompletedProcess) -> Any:
     return json.loads(done.stdout)
+
+
+# ------------------------------------------------------------------------------------------ kueue
+
+
+def kueue_log_tail(plane: ControlPlane, lines: int = 60) -> str:
+    """The end of Kueue's log in a control plane started with ``kueue=True`` (for failure messages)."""
+    log = plane.folder / "logs" / "kueue.log" if plane.folder is not None else None
+    if log is None or not log.is_file():
+        return "(no Kueue log: not a control plane started by scripts/control-plane --kueue)"
+    return f"--- tail of {log}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def control_plane_state(plane: ControlPlane) -> dict:
+    """What ``scripts/control-plane start`` recorded in ``DIR/processes.json`` (pids, ports, Kueue's)."""
+    if plane.folder is None:
+        return {}
+    return json.loads((plane.folder / "processes.json").read_text())
+
+
+def wait_for(what: str, probe, timeout: float = 60.0, interval: float = 0.5, explain=None) -> Any:
+    """Poll ``probe()`` until it returns something truthy (returned); on timeout fail with ``what`` and
+    ``explain()`` (e.g. the last object seen and a log tail)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            detail = explain() if explain is not None else ""
+            raise AssertionError(f"{what}: not after {timeout:.0f}s\n{detail}")
+        time.sleep(interval)
