@@ -41,6 +41,8 @@ def node(name: str, labels: dict[str, str], allocatable: dict[str, str], ready: 
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                                    "kubernetes.io/arch": "amd64", **labels}},
         "status": {
+            # What a kubelet writes when it registers the node; a Node without addresses has no kubelet.
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.10"}, {"type": "Hostname", "address": name}],
             "capacity": dict(allocatable), "allocatable": dict(allocatable),
             "conditions": [{"type": "MemoryPressure", "status": "False"},
                            {"type": "Ready", "status": "True" if ready else "False"}],

@@ -131,6 +131,19 @@ def test_an_unreachable_kubelet_fails_that_node(tmp_path, capsys):
     assert "HTTP 503" in out
 
 
+def test_a_node_without_a_kubelet_is_not_asked_and_its_configz_is_named_as_not_checked(tmp_path, capsys):
+    # What a control plane without kubelets shows: a Node object nobody registered has no addresses,
+    # and the API server's node proxy answers 500 "no preferred addresses found" for it.
+    cluster = seed_cluster()
+    del cluster.nodes["a10g-node-2"]["status"]["addresses"]
+    cluster.configz["a10g-node-2"] = 500
+    code, out, _ = verify_against(cluster, tmp_path, capsys, "--json")
+    report = json.loads(out)
+    assert problems(out) == [("node a10g-node-2", "kubelet configz", "readable", "not checked", "inconclusive")]
+    assert "no kubelet has registered it" in report["problems"][0]["detail"]
+    assert code == 1
+
+
 def test_extra_nodes_count_towards_the_pool(tmp_path, capsys):
     cluster = seed_cluster()
     cluster.add_node(node("a10g-node-3", dict(RDMA_LABEL), dict(SEED_ALLOCATABLE)), kubelet_config())

@@ -178,6 +178,7 @@ class PulumiWorkspace:
         # The checkout's Pulumi.yaml names a virtualenv folder relative to the project; the copy runs
         # the interpreter these tests run under instead (PULUMI_PYTHON_CMD, read by the language host).
         pulumi_yaml["runtime"] = "python"
+        pulumi_yaml["plugins"] = project_plugins(engine_bin)
         (project / "Pulumi.yaml").write_text(yaml.safe_dump(pulumi_yaml, sort_keys=False))
         return cls(project=project, env=pulumi_env(engine_bin, kubeconfig, scratch))
 
@@ -186,8 +187,10 @@ class PulumiWorkspace:
                 runtime: str, files: dict[str, str], extra: Optional[dict] = None) -> "PulumiWorkspace":
         """A small project of its own (a team's program) with ``files`` beside its Pulumi.yaml."""
         project.mkdir(parents=True)
-        (project / "Pulumi.yaml").write_text(yaml.safe_dump({"name": name, "runtime": runtime, **(extra or {})},
-                                                            sort_keys=False))
+        settings = {"name": name, "runtime": runtime, **(extra or {})}
+        plugins = project_plugins(engine_bin)
+        plugins["providers"] += (settings.pop("plugins", None) or {}).get("providers", [])
+        (project / "Pulumi.yaml").write_text(yaml.safe_dump({**settings, "plugins": plugins}, sort_keys=False))
         for relative, text in files.items():
             (project / relative).parent.mkdir(parents=True, exist_ok=True)
             (project / relative).write_text(text)
@@ -202,6 +205,20 @@ class PulumiWorkspace:
     def stack_init(self, stack: str) -> None:
         done = self.pulumi("stack", "init", stack)
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+def project_plugins(engine_bin: Path) -> dict:
+    """A project's ``plugins:`` naming the Kubernetes provider ``scripts/engine-tools`` built: the engine
+    consults project plugins before $PATH and its plugin cache (sdk/go/common/workspace/plugins.go,
+    ``getPluginInfoAndPath``), so it neither downloads one nor warns about an ambient binary."""
+    version = _pinned_kubernetes_sdk()
+    return {"providers": [{"name": "kubernetes", "version": version, "path": str(engine_bin)}]}
+
+
+def _pinned_kubernetes_sdk() -> str:
+    from importlib.metadata import version
+
+    return version("pulumi-kubernetes")
 
 
 def pulumi_env(engine_bin: Path, kubeconfig: Path, scratch: Path) -> dict:

@@ -208,6 +208,8 @@ def _canonical_options(value: Any) -> Any:
 
 def kubelet_checks(subject: str, result: Optional[KubeletConfigResult], expected: Mapping[str, Any]) -> list[Check]:
     """The kubelet's running ``configz`` values against the pool's declared topology settings."""
+    if result is not None and not result.checkable:
+        return [Check(subject, "kubelet configz", "readable", "not checked", INCONCLUSIVE, result.error)]
     if result is None or result.config is None:
         reason = result.error if result is not None else "not read"
         return [Check(subject, "kubelet configz", "readable", "unreadable", FAIL, reason)]

@@ -130,8 +130,19 @@ def configz_path(node: str) -> str:
     return f"/api/v1/nodes/{quote(node)}/proxy/configz"
 
 
-def read_kubelet_config(transport: Transport, node: str) -> KubeletConfigResult:
-    """The node's ``kubeletconfig`` from ``/configz``; an unreachable kubelet is that node's failure."""
+NO_KUBELET = ("not checked: the node lists no address, so no kubelet has registered it and the API "
+              "server cannot reach one (a Node object made by hand, or a control plane without kubelets)")
+
+
+def read_kubelet_config(transport: Transport, node: str, addresses: bool = True) -> KubeletConfigResult:
+    """The node's ``kubeletconfig`` from ``/configz``; an unreachable kubelet is that node's failure.
+
+    A node without ``status.addresses`` is not asked: the API server's node proxy needs an address to
+    dial (kubernetes/kubernetes pkg/registry/core/node/strategy.go ``ResourceLocation`` answers "no
+    preferred addresses found"), and only a kubelet writes one, so there is no kubelet to check.
+    """
+    if not addresses:
+        return KubeletConfigResult(None, NO_KUBELET, checkable=False)
     path = configz_path(node)
     response = fetch(transport, path, f"node {node}'s kubelet configuration")
     refuse_credential(path, response)
@@ -166,9 +177,10 @@ def collect(transport: Transport, expectations: StackExpectations, workers: int 
     nodes = list_nodes(transport)
     members = pool_members(expectations.pools, nodes)
     names = sorted({node_name(node) for listed in members.values() for node in listed})
+    addressed = {node_name(node) for node in nodes if (node.get("status") or {}).get("addresses")}
     snapshot = ClusterSnapshot(nodes=nodes)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
-        configs = executor.map(lambda name: read_kubelet_config(transport, name), names)
+        configs = executor.map(lambda name: read_kubelet_config(transport, name, name in addressed), names)
         objects = executor.map(lambda ref: read_object(transport, ref, *resources[(ref.api_version, ref.kind)],
                                                        rollout=rollouts[ref]), refs)
         snapshot.kubelet = dict(zip(names, configs))

@@ -14,6 +14,9 @@ class KubeletConfigResult:
 
     config: Optional[dict[str, Any]]
     error: str = ""
+    checkable: bool = True
+    """``False`` when nothing could be asked: the node lists no address, so no kubelet has registered
+    it (a Node object made by hand, or a control plane without kubelets). Not checked, not failed."""
 
 
 @dataclass
