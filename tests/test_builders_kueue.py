@@ -50,6 +50,15 @@ def test_cluster_queue_meters_what_it_covers():
     assert group["flavors"][0]["name"] == RDMA_POOL.name
 
 
+@pytest.mark.parametrize("pool", [RDMA_POOL, EFA_POOL, CPU_POOL])
+def test_quotas_are_written_as_the_canonical_strings_kueue_stores_back(pool):
+    # Kueue's ClusterQueue webhook rewrites nominalQuota (a resource.Quantity) as its canonical string;
+    # a number here was a change at the first preview after `pulumi up` against a real Kueue.
+    resources = cluster_queue(pool, ["team-a"])["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    assert [(r["name"], r["nominalQuota"]) for r in resources] == [(name, str(quota)) for name, quota in pool_quotas(pool)]
+    assert all(isinstance(r["nominalQuota"], str) for r in resources)
+
+
 def test_namespace_selector_is_explicit_and_never_null():
     selector = cluster_queue(RDMA_POOL, ["team-b", "team-a"])["spec"]["namespaceSelector"]
     assert selector == {"matchExpressions": [

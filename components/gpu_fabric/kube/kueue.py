@@ -100,7 +100,11 @@ def cluster_queue(pool: PoolSpec, namespaces: Iterable[str]) -> dict[str, Any]:
                 "coveredResources": [name for name, _ in quotas],
                 "flavors": [{
                     "name": pool.name,
-                    "resources": [{"name": name, "nominalQuota": quota} for name, quota in quotas],
+                    # Written as the string Kueue stores: nominalQuota is a resource.Quantity
+                    # (kubernetes-sigs/kueue apis/kueue/v1beta2/clusterqueue_types.go), which the
+                    # ClusterQueue webhook writes back in canonical string form, so a number here
+                    # would show as a change ("8" => 8) at the next preview.
+                    "resources": [{"name": name, "nominalQuota": str(quota)} for name, quota in quotas],
                 }],
             }],
         },
