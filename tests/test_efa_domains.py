@@ -11,6 +11,7 @@ from gpu_fabric.plan.efa_domains.description import describe_domain
 from gpu_fabric.plan.efa_domains.from_config import domains_from_config
 from gpu_fabric.policies import efa_domain_placement
 from gpu_fabric.config.base import ConfigError
+from gpu_fabric.resources.inputs import InvalidInputError
 from gpu_fabric.validation.configuration import load_config
 from gpu_fabric.gpustack.admission_pipeline import analyze
 from policy_helpers import assert_metadata, assert_no_violations, assert_violation, rendered, replace_props
@@ -271,7 +272,7 @@ def test_efa_domain_component_registers_one_untagged_self_referencing_group_and_
         assert inputs["ipProtocol"] == "-1" and inputs["securityGroupId"] == inputs["referencedSecurityGroupId"]
         assert resources[rule].dependencies["securityGroupId"] == (resources["d-sg"].urn,)
     assert resources["d-placement"].inputs["strategy"] == "cluster"
-    with pytest.raises(ValueError, match="vpc_id required"):
+    with pytest.raises(InvalidInputError, match="vpc_id: required"):
         render_stack("x", config={}, program=lambda: EfaDomain("d", {"domain": "gpus"}))
 
 

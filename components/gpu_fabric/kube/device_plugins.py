@@ -351,11 +351,11 @@ def gpustack_device_manager_daemonsets(
     switched off). Use it only for clusters whose operator chart does not deploy its own.
     """
     if not manufacturers:
-        raise ValueError("manufacturers must name at least one accelerator manufacturer")
+        raise ValueError("manufacturers: must name at least one accelerator manufacturer")
     unknown = sorted(set(manufacturers) - set(PCI_VENDOR_IDS))
     if unknown:
         raise ValueError(
-            f"unknown accelerator manufacturer(s) {', '.join(unknown)}; "
+            f"manufacturers: unknown accelerator manufacturer(s) {', '.join(unknown)}; "
             f"expected one of {', '.join(sorted(PCI_VENDOR_IDS))}"
         )
     switches = [

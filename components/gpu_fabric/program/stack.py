@@ -96,7 +96,8 @@ def kubernetes_provider(target: Optional[KubernetesTarget]) -> Optional[pulumi.P
     if target.context:
         return k8s.Provider("kubernetes", context=target.context)
     cluster_ref = target.eks_cluster
-    assert cluster_ref is not None  # KubernetesTarget is eksCluster or context
+    if cluster_ref is None:  # the model refuses a target naming neither
+        raise ConfigError([("kubernetes", "names neither eksCluster nor context")])
     import pulumi_aws as aws
 
     cluster = aws.eks.get_cluster_output(name=cluster_ref.name)

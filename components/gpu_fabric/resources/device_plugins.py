@@ -159,9 +159,14 @@ class EfaDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EfaDevicePluginArgs, opts: Optional[pulumi.ResourceOptions] = None):
         inputs = DeferredInputs("EfaDevicePlugin", args, EfaDevicePluginArgs, EFA_PLUGIN_DEFERRABLE, PLAIN_REASONS)
-        manifest, efa_pools = efa_plugin_for_pools(inputs.values)
+
+        def plan(values: Mapping[str, Any]) -> dict[str, Any]:
+            manifest, efa_pools = efa_plugin_for_pools(values)
+            _refuse_gaps("EfaDevicePlugin", name, values.get("pools") or [], uncovered_pools(efa_pools, [manifest]))
+            return manifest
+
         # Checked before super().__init__ so that a refused configuration registers nothing.
-        _refuse_gaps("EfaDevicePlugin", name, inputs.get("pools") or [], uncovered_pools(efa_pools, [manifest]))
+        manifest = inputs.validate(plan, default_path="pools")
 
         super().__init__("gpu-fabric:index:EfaDevicePlugin", name, {}, opts)
         daemonset = _register_daemonset(f"{name}-daemonset", inputs.restore(manifest), self)
@@ -186,10 +191,15 @@ class GpuStackDeviceManager(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuStackDeviceManagerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         inputs = DeferredInputs("GpuStackDeviceManager", args, GpuStackDeviceManagerArgs, DEVICE_MANAGER_DEFERRABLE, PLAIN_REASONS)
-        manifests, rdma_pools = device_managers_for_pools(inputs.values)
-        access = device_manager_access_for(inputs.values)
+
+        def plan(values: Mapping[str, Any]) -> list[dict[str, Any]]:
+            manifests, rdma_pools = device_managers_for_pools(values)
+            _refuse_gaps("GpuStackDeviceManager", name, values.get("pools") or [], uncovered_pools(rdma_pools, manifests))
+            return manifests
+
         # Checked before super().__init__ so that a refused configuration registers nothing.
-        _refuse_gaps("GpuStackDeviceManager", name, inputs.get("pools") or [], uncovered_pools(rdma_pools, manifests))
+        manifests = inputs.validate(plan, default_path="pools")
+        access = device_manager_access_for(inputs.values)
 
         super().__init__("gpu-fabric:index:GpuStackDeviceManager", name, {}, opts)
         # The pods run as ServiceAccount <release>-device-manager, bound to a ClusterRole and a Role

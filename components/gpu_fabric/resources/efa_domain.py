@@ -22,7 +22,9 @@ from gpu_fabric.aws.node_group import (
     placement_group_inputs,
 )
 from gpu_fabric.policies.security_groups import EFA_SECURITY_GROUP_TAG
+from gpu_fabric.config.base import ConfigError
 from gpu_fabric.resources.args import Required
+from gpu_fabric.resources.inputs import validated
 
 TYPE_TOKEN = "gpu-fabric:index:EfaDomain"
 
@@ -50,9 +52,14 @@ class EfaDomain(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EfaDomainArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         domain, vpc_id = args.get("domain"), args.get("vpc_id") or args.get("vpcId")  # type: ignore[misc]
-        missing = [key for key, value in (("domain", domain), ("vpc_id", vpc_id)) if not value]
-        if missing:
-            raise ValueError(f"EfaDomain {name}: {', '.join(missing)} required")
+
+        def check() -> None:
+            missing = [key for key, value in (("domain", domain), ("vpc_id", vpc_id)) if not value]
+            if missing:
+                raise ConfigError([(key, f"required: EfaDomain {name} names its domain and the VPC of its security group")
+                                   for key in missing])
+
+        validated("EfaDomain", check)
         tags = {**dict(args.get("tags") or {}), EFA_SECURITY_GROUP_TAG: str(domain)}
         group_inputs = efa_security_group_inputs(str(domain), vpc_id, tags, scope="EFA domain")
         super().__init__(TYPE_TOKEN, name, {"domain": domain, "vpcId": vpc_id}, opts)

@@ -27,7 +27,7 @@ from gpu_fabric.aws.catalog.types import InstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface
 from gpu_fabric.resources.args import AwsNodesArgs, KubeletTopologyArgs, Required, ScalingArgs
 from gpu_fabric.resources.efa_network import refuse_domain_placement, register_efa_network
-from gpu_fabric.resources.inputs import ANY, DeferredInputs
+from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
 from gpu_fabric.config.node_group import AwsNodeGroupSpec
@@ -216,7 +216,9 @@ class EfaNodeGroup(pulumi.ComponentResource):
         inputs.check_on_resolve(plan_with)
         spec = plan.spec
         scaling, node_role_arn = spec.scaling, spec.node_role_arn
-        assert scaling is not None and node_role_arn is not None  # plan_efa_node_group refuses them missing
+        if scaling is None or node_role_arn is None:  # plan_efa_node_group refuses them missing
+            raise InvalidInputError([(key, "required for an EKS managed node group") for key, value in
+                                     (("scaling", scaling), ("node_role_arn", node_role_arn)) if value is None], "EfaNodeGroup")
 
         refuse_domain_placement(spec, "EfaNodeGroup")
         shared_group = inputs.values.get("efa_security_group_id")

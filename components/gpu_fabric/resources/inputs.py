@@ -11,6 +11,10 @@ names the property.
 
 Values that decide how many resources exist (pools, namespaces, instance types ...) must be plain:
 an ``Output`` there is refused at once with the property path and the reason.
+
+This is every component's prelude: each checks its arguments through :meth:`DeferredInputs.validate`
+(or :func:`validated`, for a component whose arguments need no markers) before it registers anything,
+and every refusal is an :class:`InvalidInputError` naming the component and the property.
 """
 
 import itertools
@@ -49,6 +53,36 @@ class InvalidInputError(ConfigError, pulumi.InputPropertiesError):
 
     def __str__(self) -> str:
         return self.message
+
+
+def refusal(component: str, error: ValueError, default_path: str = "<root>",
+            describe: Callable[[str], str] = lambda text: text) -> InvalidInputError:
+    """``error`` as the component's :class:`InvalidInputError`, each problem at the property it names.
+
+    A ``ConfigError`` keeps its findings (and their paths); a ``ValueError`` whose ``problems`` are
+    ``"field: reason"`` lines (``NodeGroupInputError``) is placed at each field; any other, or a message
+    ``"field: reason"``, at the field it names, else at ``default_path``. ``describe`` rewrites each message
+    (a marker standing for an ``Output`` becomes the property it was given at).
+    """
+    problems: list[Problem]
+    if isinstance(error, ConfigError):
+        problems = list(error.problems)
+    else:
+        problems = [_at_field(str(line), default_path) for line in getattr(error, "problems", None) or [str(error)]]
+    findings = [as_finding(problem) for problem in problems]
+    return InvalidInputError([replace(finding, message=describe(finding.message)) for finding in findings], component)
+
+
+def validated(component: str, check: Callable[[], T], default_path: str = "<root>") -> T:
+    """The prelude of every component: ``check()``, or its refusal as the component's :class:`InvalidInputError`
+    (a ``pulumi.InputPropertiesError`` naming the property) before anything is registered.
+
+    :meth:`DeferredInputs.validate` is the same for arguments that may hold ``Output``s.
+    """
+    try:
+        return check()
+    except ValueError as error:
+        raise refusal(component, error, default_path) from error
 
 
 def is_unresolved(value: Any) -> bool:
@@ -181,18 +215,10 @@ class DeferredInputs:
         Messages name the property of an ``Output`` rather than the marker that stood for it. The
         original error stays the ``__cause__``.
         """
-        problems: list[Problem]
         try:
             return check(self.values)
-        except ConfigError as error:
-            problems = list(error.problems)
-            cause: ValueError = error
         except ValueError as error:
-            problems = [_at_field(str(line), default_path) for line in getattr(error, "problems", None) or [str(error)]]
-            cause = error
-        findings = [as_finding(problem) for problem in problems]
-        raise InvalidInputError([replace(finding, message=self.describe(finding.message)) for finding in findings],
-                                self.component) from cause
+            raise refusal(self.component, error, default_path, self.describe) from error
 
     def substitute(self, marker: str, resolved: Any) -> dict[str, Any]:
         """The arguments with one marker replaced by its resolved value (the others stay markers)."""

@@ -28,7 +28,7 @@ from gpu_fabric.config.syntax import dns_subdomain
 from gpu_fabric.config.taints import Taint
 from gpu_fabric.resources.args import AwsNodesArgs, KarpenterArgs, KubeletTopologyArgs, Required
 from gpu_fabric.resources.efa_node_group import DEFERRABLE, NetworkInterfacePlan, split_args
-from gpu_fabric.resources.inputs import DeferredInputs
+from gpu_fabric.resources.inputs import DeferredInputs, InvalidInputError
 from gpu_fabric.resources.efa_network import refuse_domain_placement, register_efa_network
 from gpu_fabric.resources.kubernetes_objects import metadata_name, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
@@ -182,13 +182,15 @@ class KarpenterEfaPool(pulumi.ComponentResource):
             return plan_karpenter_pool(values, catalog, offered_availability_zones, default_name=name,
                                        is_deferred=inputs.is_deferred)
 
-        plan = plan_with(inputs.values)
+        plan = inputs.validate(plan_with, default_path="instance_types")
         inputs.check_on_resolve(plan_with)
         spec = plan.spec
         refuse_domain_placement(spec, "KarpenterEfaPool")
         shared_group = inputs.values.get("efa_security_group_id")
         karpenter = spec.karpenter
-        assert karpenter is not None  # the spec refuses provisioner karpenter without it
+        if karpenter is None:  # the spec refuses provisioner karpenter without its settings
+            raise InvalidInputError([("karpenter", "provisioner karpenter needs its settings (karpenter.nodeRole)")],
+                                    "KarpenterEfaPool")
 
         where = {"availabilityZone": spec.availability_zone, "vpcId": spec.vpc_id, "subnetId": spec.subnet_id}
         super().__init__(TYPE_TOKEN, name, {

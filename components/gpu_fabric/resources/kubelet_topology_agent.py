@@ -14,7 +14,9 @@ import pulumi_kubernetes as kubernetes
 from gpu_fabric.kube.topology_agent import topology_agent_for_pool
 from gpu_fabric.kube.coverage import daemonset_schedules_on
 from gpu_fabric.kube.host_access import topology_agent_excess
+from gpu_fabric.config.base import ConfigError
 from gpu_fabric.resources.args import KubeletTopologyArgs, Required, TaintArgs
+from gpu_fabric.resources.inputs import validated
 from gpu_fabric.resources.outputs import register_declared_outputs
 
 
@@ -88,15 +90,21 @@ class KubeletTopologyAgent(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KubeletTopologyAgentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         # Everything is checked before super().__init__, so a refused configuration registers nothing.
-        manifests = topology_agent_for_pool(args)
-        daemonset = next(m for m in manifests if m["kind"] == "DaemonSet")
-        pool = args["pool"]
-        schedules, reason = daemonset_schedules_on(daemonset, pool.get("labels") or {}, list(pool.get("taints") or []))
-        if not schedules:
-            raise ValueError(f"KubeletTopologyAgent {name!r}: the DaemonSet would not run on pool {pool['name']!r}: {reason}")
-        excess = topology_agent_excess(daemonset["spec"]["template"]["spec"])
-        if excess:
-            raise ValueError(f"KubeletTopologyAgent {name!r}: host access beyond what the agent needs: {'; '.join(excess)}")
+        def plan() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+            manifests = topology_agent_for_pool(args)
+            daemonset = next(m for m in manifests if m["kind"] == "DaemonSet")
+            pool = args["pool"]
+            schedules, reason = daemonset_schedules_on(daemonset, pool.get("labels") or {}, list(pool.get("taints") or []))
+            if not schedules:
+                raise ConfigError([("pool", f"KubeletTopologyAgent {name!r}: the DaemonSet would not run on pool "
+                                            f"{pool['name']!r}: {reason}")])
+            excess = topology_agent_excess(daemonset["spec"]["template"]["spec"])
+            if excess:
+                raise ConfigError([("pool", f"KubeletTopologyAgent {name!r}: host access beyond what the agent needs: "
+                                            f"{'; '.join(excess)}")])
+            return manifests, daemonset
+
+        manifests, daemonset = validated("KubeletTopologyAgent", plan, default_path="pool")
 
         super().__init__("gpu-fabric:index:KubeletTopologyAgent", name, {}, opts)
         registered: list[pulumi.Resource] = []

@@ -50,7 +50,7 @@ class KueuePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KueuePoolArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         inputs = DeferredInputs("KueuePool", args, KueuePoolArgs, DEFERRABLE, PLAIN_REASONS)
-        pool, namespaces, owner = validate_kueue_pool_args(inputs.values)
+        pool, namespaces, owner = inputs.validate(validate_kueue_pool_args, default_path="pool")
         # The pool facts ride on the component's inputs so policies can see what the nodes offer.
         super().__init__("gpu-fabric:index:KueuePool", name, {
             "pool": inputs.restore(pool.model_dump(by_alias=True, exclude_none=True)), "queueOwner": owner}, opts)

@@ -77,7 +77,7 @@ class KVCache(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KVCacheArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         inputs = DeferredInputs("KVCache", args, KVCacheArgs, DEFERRABLE, PLAIN_REASONS)
-        objects = KVCacheObjects(inputs.values)
+        objects = inputs.validate(KVCacheObjects)
         inputs.check_on_resolve(KVCacheObjects)
         # The operator version rides on the component's inputs: the policy pack reads it at preview.
         super().__init__("gpu-fabric:index:KVCache", name, {"gpustackOperator": objects.operator.assumed}, opts)

@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from gpu_fabric.gpustack.objects import model_deployment
 from gpu_fabric.config.constants import DEFAULT_API_VERSION
+from gpu_fabric.findings import FieldPath
 from gpu_fabric.resources.args import DeploymentArgs, Required
 from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
 from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, register_manifest
@@ -68,8 +69,9 @@ def admit_model_deployment(args: Mapping[str, Any]) -> tuple[ModelDeploymentSpec
     report = analyze([manifest, *cache_objects], manufacturers=args.get("manufacturers") or {},
                      operator=operator_profile(args, "ModelDeployment"))
     if report.errors:
-        raise InvalidInputError(((f"deployment.{f.path.removeprefix('spec.')}", f.message) for f in report.errors),
-                                "ModelDeployment")
+        # The manifest's spec is the deployment argument: spec.x is refused at deployment.x.
+        raise InvalidInputError((f.moved(FieldPath.of("deployment") / (f.path.tail if f.path.head == "spec" and f.path.tail else f.path))
+                                 .about(None) for f in report.errors), "ModelDeployment")
     return deployment, manifest, report
 
 
@@ -85,7 +87,7 @@ class ModelDeployment(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ModelDeploymentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         inputs = DeferredInputs("ModelDeployment", args, ModelDeploymentArgs, DEFERRABLE, PLAIN_REASONS)
-        deployment, manifest, report = admit_model_deployment(inputs.values)
+        deployment, manifest, report = inputs.validate(admit_model_deployment, default_path="deployment")
         inputs.check_on_resolve(admit_model_deployment)
         # The operator version rides on the component's inputs: the policy pack reads it at preview.
         super().__init__("gpu-fabric:index:ModelDeployment", name,

@@ -174,7 +174,8 @@ class LiveTransport:
             raise ClusterUnavailable(f"GET {path} from {self.host}: no complete answer {waited}; {sent}")
         if attempt.error is not None:
             raise attempt.error
-        assert attempt.response is not None
+        if attempt.response is None:  # a finished attempt holds a response or an error
+            raise ClusterUnavailable(f"GET {path} from {self.host}: no answer")
         return attempt.response
 
     def _fetch(self, path: str, budget: float, attempt: "_Attempt") -> Response:

@@ -57,5 +57,6 @@ def load_bundled_items() -> dict[str, dict]:
 def bundled_table_origin() -> TableOrigin:
     """When and from which region the bundled table was generated."""
     load_bundled_items()
-    assert _bundled_generated is not None
+    if _bundled_generated is None:  # set by load_bundled_items from the table's own header
+        raise RuntimeError("the bundled instance table was not loaded")
     return _bundled_generated
