@@ -17,7 +17,12 @@ from e2e.engine import ROOT, PulumiWorkspace, output_of
 
 def _seed_pool() -> dict:
     stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.seed-rdma.yaml").read_text())
-    return stack["config"]["gpu-fabric:pools"][0]
+    pool = dict(stack["config"]["gpu-fabric:pools"][0])
+    # The schema types topologyAgent as its settings object (TopologyAgentSettingsArgs); a stack file's
+    # `true` is `{}` (every default) to a typed language.
+    if pool.get("topologyAgent") is True:
+        pool["topologyAgent"] = {}
+    return pool
 
 
 def test_a_yaml_program_declares_a_component_and_previews_and_applies(engine_bin, cluster, tmp_path: Path):

@@ -86,7 +86,25 @@ def test_up_no_drift_verify_destroy(workspace: PulumiWorkspace, cluster, tmp_pat
 
     destroy = workspace.pulumi("destroy", "--stack", STACK, "--yes")
     assert destroy.returncode == 0, output_of(destroy)
+    # Objects the stack adopts rather than owns (server-side apply patches: the LocalQueue the GPUStack
+    # operator creates under queueOwner gpustack) stay, without gpu-fabric's fields; the rest are gone.
+    adopted = _adopted(out)
     left = [f"{o['kind']} {o['metadata'].get('namespace', '')}/{o['metadata']['name']}: "
             f"finalizers {(cluster.get(o) or {}).get('metadata', {}).get('finalizers')}"
-            for o in objects if cluster.get(o) is not None]
+            for o in objects if _key(o) not in adopted and cluster.get(o) is not None]
     assert left == []
+    for obj in objects:
+        if _key(obj) in adopted:
+            managers = [f["manager"] for f in (cluster.get(obj) or {}).get("metadata", {}).get("managedFields") or []]
+            assert not any(m.startswith("pulumi-kubernetes") for m in managers), managers
+
+
+def _key(obj: dict) -> tuple:
+    return obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]
+
+
+def _adopted(render: Path) -> set:
+    """The objects registered as server-side apply patches (``...Patch`` types in resources.json)."""
+    resources = json.loads((render / "resources.json").read_text())
+    return {(r["inputs"]["kind"], r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"])
+            for r in resources if r["type"].startswith("kubernetes:") and r["type"].endswith("Patch")}

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
                     return result
                 refused = True  # a mandatory policy's refusal, decided at render: reported, next stack
                 continue
-            resources = [Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies)
+            resources = [r.policy_resource()
                          for r in result.resources]
             skipped: list[NotApplicable] = []
             violations: list[Violation]

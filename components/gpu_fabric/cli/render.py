@@ -175,7 +175,7 @@ def operator_warning_lines(result) -> list[str]:
     from gpu_fabric.policies.resource_view import Resource
     from gpu_fabric.policies.transfer_paths import stack_operator
 
-    resources = [Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies) for r in result.resources]
+    resources = [r.policy_resource() for r in result.resources]
     profile, _ = stack_operator(resources)
     if profile is None:  # disagreeing or unknown versions were refused before anything rendered
         return []
@@ -188,5 +188,5 @@ def domain_lines(rendered_resources) -> list[str]:
     from gpu_fabric.policies.resource_view import Resource
     from gpu_fabric.policies.efa_domains import describe_stack_domains
 
-    resources = [Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies) for r in rendered_resources]
+    resources = [r.policy_resource() for r in rendered_resources]
     return describe_stack_domains(resources)

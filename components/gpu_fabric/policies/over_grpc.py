@@ -112,7 +112,7 @@ def analyze_stack_request(resources: Sequence[Resource]) -> analyzer_pb2.Analyze
             propertyDependencies={key: analyzer_pb2.AnalyzerPropertyDependencies(urns=list(urns))
                                   for key, urns in r.property_dependencies.items()},
         )
-        for r in resources
+        for r in (resource.stack_view for resource in resources)
     ])
 
 

@@ -76,6 +76,18 @@ class Resource:
     """URN of the parent ("" when unknown or the stack)."""
     property_dependencies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Input name -> URNs of the resources its value comes from (when the engine tells us)."""
+    stack_props: Optional[Mapping[str, Any]] = None
+    """What ``AnalyzeStack`` sends instead of ``props``, when it differs: the engine hands a stack
+    policy each resource's final outputs (pulumi/pulumi pkg/resource/deploy/step_generator.go
+    ``AnalyzeResources``), and a component's outputs are what it registered with ``register_outputs``.
+    ``None``: the same as ``props``."""
+
+    @property
+    def stack_view(self) -> "Resource":
+        """This resource as a stack policy receives it."""
+        if self.stack_props is None:
+            return self
+        return Resource(self.type, self.name, self.urn, self.stack_props, self.parent, self.property_dependencies)
 
     @property
     def is_kubernetes_object(self) -> bool:

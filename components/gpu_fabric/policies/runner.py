@@ -58,6 +58,7 @@ def resource_args(resource: Resource, config: Optional[Mapping[str, Any]] = None
 
 def stack_args(resources: Sequence[Resource], config: Optional[Mapping[str, Any]] = None) -> StackValidationArgs:
     """``StackValidationArgs`` of a whole stack, parents and dependencies linked as in ``AnalyzeStack``."""
+    resources = [r.stack_view for r in resources]
     policy_resources = [
         PolicyResource(r.type, proxied(_copy(r.props)), r.urn, r.name, options(r.parent), None, None, [], {})
         for r in resources

@@ -72,6 +72,8 @@ class RenderedResource:
     provider: str = ""
     """URN of the explicit provider resource that manages it ("" for a default provider)."""
     aliases: tuple[str, ...] = ()
+    registered_outputs: Optional[dict[str, Any]] = None
+    """A component's ``register_outputs``: what the engine's ``AnalyzeStack`` sends for it."""
     """URNs the resource was known by before (``ResourceOptions.aliases``), resolved as the engine does."""
 
     @property
@@ -83,6 +85,14 @@ class RenderedResource:
     def policy_inputs(self) -> dict[str, Any]:
         """``inputs`` with secrets unwrapped, as the analyzer hands them to a policy."""
         return _secrets(self.inputs, reveal=True)
+
+    def policy_resource(self):
+        """This resource as the policy pack receives it: inputs for ``Analyze``, and for ``AnalyzeStack``
+        a component's registered outputs (:attr:`Resource.stack_props`)."""
+        from gpu_fabric.policies.resource_view import Resource
+
+        stack_props = None if self.registered_outputs is None else _secrets(self.registered_outputs, reveal=True)
+        return Resource(self.type, self.name, self.urn, self.policy_inputs, self.parent, self.dependencies, stack_props)
 
     @property
     def is_kubernetes_object(self) -> bool:
@@ -264,8 +274,12 @@ def render_stack(
         path = str(project.require_program())
 
         def run() -> Any:
+            from gpu_fabric.program.stack import ConfigurationRefused
+
             try:
                 return runpy.run_path(path, run_name="__main__")
+            except ConfigurationRefused as refused:
+                raise refused.error from None  # the stack program's refusal, at its configuration paths
             except (ConfigError, StackFileError):
                 raise  # gpu-fabric's own refusals, reported at their configuration paths
             except Exception as error:  # noqa: BLE001 - the team's program: one line, not a traceback
@@ -316,6 +330,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
     from gpu_fabric.program.urn import engine_urn
 
     registrations: dict[str, tuple[str, Any]] = {}
+    component_outputs: dict[str, Any] = {}
     recorded: list[tuple[str, str, dict[str, Any], bool]] = []
     mocks = OfflineMocks(recorded, preview=preview)
 
@@ -331,6 +346,16 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
             if registered is not None:
                 registrations[f"{request.type}::{request.name}::state"] = (registered.id, registered.state)
             return response
+
+        def RegisterResourceOutputs(self, request):  # noqa: N802 - gRPC method name
+            # A component's outputs replace what it registered with, in the engine's state and so in
+            # what AnalyzeStack sends (pulumi/pulumi pkg/resource/deploy/step_generator.go).
+            # The wire form as it is (unknown sentinels and secret wrappers included): deserializing
+            # would resolve resource references on this thread's event loop, not the program's.
+            from google.protobuf import json_format
+
+            component_outputs[request.urn] = json_format.MessageToDict(request.outputs)
+            return super().RegisterResourceOutputs(request)
 
     from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
     from gpu_fabric.aws.catalog.selection import use_catalog
@@ -354,6 +379,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
             computed=_computed(inputs, *registrations.get(f"{type_}::{name}::state", (None, {}))),
             provider=request.provider.rsplit("::", 1)[0] if request.provider else "",  # a reference is "<urn>::<id>"
             aliases=_alias_urns(request, stack, project),
+            registered_outputs=None if custom or urn not in component_outputs else _plain(component_outputs[urn]),
         ))
     resources.sort(key=lambda r: r.urn)
     return RenderResult(stack, resources)

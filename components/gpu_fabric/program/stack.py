@@ -71,8 +71,33 @@ def _secret_specs(kinds: set[str]):
     return transform
 
 
+class ConfigurationRefused(pulumi.RunError):
+    """A :class:`ConfigError` as the stack program ends with it: every problem at its configuration
+    path and nothing registered.
+
+    A ``RunError`` because the Python language host's program runner prints a ``RunError``'s message
+    as the program's error and nothing else (pulumi/pulumi sdk/python/cmd/pulumi-language-python-exec),
+    where any other exception is shown as "Program failed with an unhandled exception" and a
+    traceback through this module. ``gpu-fabric render`` unwraps :attr:`error` again.
+    """
+
+    def __init__(self, error: ConfigError):
+        super().__init__(str(error))
+        self.error = error
+
+
 def build_stack(name: str = "fabric") -> GpuFabric:
-    """Validate the whole configuration, then register the fabric and export its entry points."""
+    """Validate the whole configuration, then register the fabric and export its entry points.
+
+    Raises :class:`ConfigurationRefused` (nothing registered) for a configuration gpu-fabric refuses.
+    """
+    try:
+        return _build_stack(name)
+    except ConfigError as error:
+        raise ConfigurationRefused(error) from None
+
+
+def _build_stack(name: str) -> GpuFabric:
     values = read_configuration()
     secret_kinds = {SECRET_CAPABLE_KEYS[key] for key in secret_configuration_keys()}
     # Every problem, with its path, before the first resource exists. The region comes from the

@@ -62,7 +62,8 @@ class EfaDomain(pulumi.ComponentResource):
         validated("EfaDomain", check)
         tags = {**dict(args.get("tags") or {}), EFA_SECURITY_GROUP_TAG: str(domain)}
         group_inputs = efa_security_group_inputs(str(domain), vpc_id, tags, scope="EFA domain")
-        super().__init__(TYPE_TOKEN, name, {"domain": domain, "vpcId": vpc_id}, opts)
+        registered_inputs = {"domain": domain, "vpcId": vpc_id}
+        super().__init__(TYPE_TOKEN, name, registered_inputs, opts)
         child = pulumi.ResourceOptions(parent=self)
         group = aws.ec2.SecurityGroup(f"{name}-sg", **to_pulumi_kwargs(group_inputs), opts=child)
         ingress = aws.vpc.SecurityGroupIngressRule(
@@ -78,4 +79,6 @@ class EfaDomain(pulumi.ComponentResource):
                 f"{name}-placement", **to_pulumi_kwargs(placement_group_inputs(tags=tags)), opts=child)
             placement_name = placement.name
         self.placement_group_name = pulumi.Output.from_input(placement_name)
-        self.register_outputs({"securityGroupId": self.security_group_id, "placementGroupName": self.placement_group_name})
+        # Inputs again first: a stack policy sees a component's registered outputs only (resources/outputs.py).
+        self.register_outputs({**registered_inputs, "securityGroupId": self.security_group_id,
+                               "placementGroupName": self.placement_group_name})

@@ -226,9 +226,10 @@ class EfaNodeGroup(pulumi.ComponentResource):
         # Where the nodes are, for policies at preview (efa-domain-placement compares domains' zones);
         # values still Outputs are left out, so the component never waits for their validation.
         where = {"availabilityZone": spec.availability_zone, "vpcId": spec.vpc_id, "subnetId": spec.subnet_id}
-        super().__init__(TYPE_TOKEN, name, {
+        registered_inputs = {
             **{key: value for key, value in where.items() if not inputs.is_deferred(value)},
-            "instanceTypes": list(spec.instance_types)}, opts)
+            "instanceTypes": list(spec.instance_types)}
+        super().__init__(TYPE_TOKEN, name, registered_inputs, opts)
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(spec.tags)
 
@@ -303,4 +304,4 @@ class EfaNodeGroup(pulumi.ComponentResource):
             NetworkInterfacePlan(card=i.network_card_index, device=i.device_index, type=i.interface_type)
             for i in plan.interfaces
         ])
-        register_declared_outputs(self)
+        register_declared_outputs(self, registered_inputs)

@@ -206,11 +206,12 @@ class GpuFabric(pulumi.ComponentResource):
         catalog = catalog or stack_catalog(opts)
         _check_node_groups(config, catalog)  # instance facts, before the first registration
         # Stack-wide facts ride on the component's inputs so that policies can read them at preview.
-        super().__init__("gpu-fabric:index:GpuFabric", name, {
+        registered_inputs = {
             "queueOwner": config.queue_owner,
             "gpustackOperator": config.gpustack_operator,
             "devicePlugins": config.device_plugins.model_dump(by_alias=True, exclude_none=True),
-        }, opts)
+        }
+        super().__init__("gpu-fabric:index:GpuFabric", name, registered_inputs, opts)
         self.config: FabricConfig = config
         """The validated configuration this fabric was built from."""
 
@@ -311,7 +312,7 @@ class GpuFabric(pulumi.ComponentResource):
                                        else pulumi.Output.from_input([]))
         self.model_deployment_names = pulumi.Output.all(*(
             qualified_name(namespace, component.deployment) for (namespace, _), component in self.model_deployments.items()))
-        register_declared_outputs(self)
+        register_declared_outputs(self, registered_inputs)
 
     def _efa_domains(self, name: str, config: FabricConfig, restore: Any) -> dict[str, EfaDomain]:
         """One ``EfaDomain`` (shared security group, optional placement group) per EFA domain of 2+ node groups."""

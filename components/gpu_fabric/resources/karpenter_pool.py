@@ -193,10 +193,11 @@ class KarpenterEfaPool(pulumi.ComponentResource):
                                     "KarpenterEfaPool")
 
         where = {"availabilityZone": spec.availability_zone, "vpcId": spec.vpc_id, "subnetId": spec.subnet_id}
-        super().__init__(TYPE_TOKEN, name, {
+        registered_inputs = {
             **{key: value for key, value in where.items() if not inputs.is_deferred(value)},
             "instanceTypes": list(spec.instance_types),
-            "karpenter": karpenter.model_dump(by_alias=True, exclude_none=True)}, opts)
+            "karpenter": karpenter.model_dump(by_alias=True, exclude_none=True)}
+        super().__init__(TYPE_TOKEN, name, registered_inputs, opts)
         child = pulumi.ResourceOptions(parent=self)
 
         def resource_inputs(builder_inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -234,4 +235,4 @@ class KarpenterEfaPool(pulumi.ComponentResource):
             NetworkInterfacePlan(card=i.network_card_index, device=i.device_index, type=i.interface_type)
             for i in plan.interfaces
         ])
-        register_declared_outputs(self)
+        register_declared_outputs(self, registered_inputs)

@@ -52,8 +52,9 @@ class KueuePool(pulumi.ComponentResource):
         inputs = DeferredInputs("KueuePool", args, KueuePoolArgs, DEFERRABLE, PLAIN_REASONS)
         pool, namespaces, owner = inputs.validate(validate_kueue_pool_args, default_path="pool")
         # The pool facts ride on the component's inputs so policies can see what the nodes offer.
-        super().__init__("gpu-fabric:index:KueuePool", name, {
-            "pool": inputs.restore(pool.model_dump(by_alias=True, exclude_none=True)), "queueOwner": owner}, opts)
+        registered_inputs = {
+            "pool": inputs.restore(pool.model_dump(by_alias=True, exclude_none=True)), "queueOwner": owner}
+        super().__init__("gpu-fabric:index:KueuePool", name, registered_inputs, opts)
 
         registered: dict[str, pulumi.CustomResource] = {}
         local_queues: dict[str, pulumi.CustomResource] = {}
@@ -80,7 +81,7 @@ class KueuePool(pulumi.ComponentResource):
         namespaces_in_order = list(local_queues)
         self.local_queue_names = pulumi.Output.all(*(metadata_name(queue) for queue in local_queues.values())).apply(
             lambda names: dict(zip(namespaces_in_order, names)))
-        register_declared_outputs(self)
+        register_declared_outputs(self, registered_inputs)
 
 
 def validate_kueue_pool_args(args: Mapping[str, Any]) -> tuple[PoolSpec, list[str], str]:

@@ -80,7 +80,8 @@ class KVCache(pulumi.ComponentResource):
         objects = inputs.validate(KVCacheObjects)
         inputs.check_on_resolve(KVCacheObjects)
         # The operator version rides on the component's inputs: the policy pack reads it at preview.
-        super().__init__("gpu-fabric:index:KVCache", name, {"gpustackOperator": objects.operator.assumed}, opts)
+        registered_inputs = {"gpustackOperator": objects.operator.assumed}
+        super().__init__("gpu-fabric:index:KVCache", name, registered_inputs, opts)
 
         self.backends: dict[str, pulumi.CustomResource] = {
             m["metadata"]["name"]: register_manifest(f"{name}-backend-{m['metadata']['name']}", inputs.restore(m), child_options(self))
@@ -107,7 +108,7 @@ class KVCache(pulumi.ComponentResource):
         self.backend_names = pulumi.Output.all(*(metadata_name(r) for r in self.backends.values()))
         self.pool_names = pulumi.Output.all(*(metadata_name(r) for r in self.pools.values()))
         self.binding_names = pulumi.Output.all(*(qualified_name(key[0], r) for key, r in self.bindings.items()))
-        register_declared_outputs(self)
+        register_declared_outputs(self, registered_inputs)
 
     def objects_for_binding(self, namespace: str, name: str) -> list[pulumi.CustomResource]:
         """The binding ``namespace/name``, its pool and the pool's backend: what a deployment using it waits for."""

@@ -90,8 +90,8 @@ class ModelDeployment(pulumi.ComponentResource):
         deployment, manifest, report = inputs.validate(admit_model_deployment, default_path="deployment")
         inputs.check_on_resolve(admit_model_deployment)
         # The operator version rides on the component's inputs: the policy pack reads it at preview.
-        super().__init__("gpu-fabric:index:ModelDeployment", name,
-                         {"gpustackOperator": operator_profile(inputs.values, "ModelDeployment").assumed}, opts)
+        registered_inputs = {"gpustackOperator": operator_profile(inputs.values, "ModelDeployment").assumed}
+        super().__init__("gpu-fabric:index:ModelDeployment", name, registered_inputs, opts)
 
         resource = register_manifest(f"{name}-deployment", inputs.restore(manifest), child_options(self))
         self.deployment = resource
@@ -104,4 +104,4 @@ class ModelDeployment(pulumi.ComponentResource):
         self.deployment_name = metadata_name(resource)
         self.namespace = pulumi.Output.from_input(deployment.namespace)
         self.resource_grants = pulumi.Output.from_input(grants)
-        register_declared_outputs(self)
+        register_declared_outputs(self, registered_inputs)
