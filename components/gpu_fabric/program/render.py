@@ -235,6 +235,23 @@ def _alias_urns(request: Any, stack: str, project: str) -> tuple[str, ...]:
     return tuple(sorted(set(urns)))
 
 
+_SIG_KEY = "4dabf18193072939515e22adb298388d"
+_RESOURCE_REFERENCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+
+
+def _references_as_analyzers_see_them(value: Any) -> Any:
+    """Resource references (a component's outputs often are resources) as the engine marshals them for
+    an analyzer, which keeps no references: the resource's id when it has one, else its URN (pulumi/pulumi
+    sdk/go/common/resource/plugin/rpc.go ``MarshalPropertyValue`` with ``KeepResources`` false)."""
+    if isinstance(value, dict):
+        if value.get(_SIG_KEY) == _RESOURCE_REFERENCE_SIG:
+            return value.get("id") or value.get("urn", "")
+        return {key: _references_as_analyzers_see_them(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_references_as_analyzers_see_them(item) for item in value]
+    return value
+
+
 def _computed(inputs: dict[str, Any], id_: Optional[str], state: dict[str, Any]) -> dict[str, Any]:
     """The id and the outputs that are not echoed inputs: what only the provider knows."""
     computed = {key: _plain(value) for key, value in (state or {}).items() if key not in inputs}
@@ -354,7 +371,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
             # would resolve resource references on this thread's event loop, not the program's.
             from google.protobuf import json_format
 
-            component_outputs[request.urn] = json_format.MessageToDict(request.outputs)
+            component_outputs[request.urn] = _references_as_analyzers_see_them(json_format.MessageToDict(request.outputs))
             return super().RegisterResourceOutputs(request)
 
     from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
