@@ -1,6 +1,6 @@
 """gpu-fabric: typed Pulumi components for RDMA/EFA GPU fabrics.
 
-Folders, bottom to top (imports only run downward; ``tests/test_layering.py`` keeps it so):
+Folders, bottom to top (imports only run downward; ``tests/project/test_layering.py`` keeps it so):
 
 * ``gpu_fabric.config``      -- what the user writes: stack-file reading, syntax, quantities, the models.
 * ``gpu_fabric.gpustack``    -- the GPUStack operator's mirror: schemas, admission, transfer analysis, objects.

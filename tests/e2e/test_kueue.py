@@ -31,7 +31,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GATE = "kueue.x-k8s.io/admission"
 SHARED = "device.gpustack.ai/rdma.shared"
 # The walkthrough's Step 1 ("Request RDMA") container limits: one whole accelerator and one shared
-# RDMA endpoint (../shared/seed, "RDMA Networking Walkthrough").
+# RDMA endpoint (gpustack/gpustack-operator docs/walkthroughs/rdma/network-endpoints.md, "RDMA Networking Walkthrough").
 STEP1_LIMITS = {"nvidia.com/gpu": "1", SHARED: "1"}
 DEADLINE = 60.0
 

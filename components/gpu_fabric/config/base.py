@@ -39,7 +39,7 @@ class SpecModel(BaseModel):
         frozen=True,
         str_strip_whitespace=True,
         # Each field's attribute docstring becomes its description: `gpu-fabric schema` and
-        # docs/configuration.md read them (tests/test_schema.py: every field has one). It sets
+        # docs/configuration.md read them (tests/config/test_schema.py: every field has one). It sets
         # FieldInfo.description only; validation is unchanged.
         use_attribute_docstrings=True,
     )

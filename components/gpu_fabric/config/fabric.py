@@ -3,7 +3,7 @@
 This module holds the model and its field rules only. :func:`gpu_fabric.validation.configuration.load_config`
 is the only way a configuration becomes a :class:`FabricConfig`; it lives above both the spec and the
 builders because its cross-object checks read the very manifests the builders make, and the spec
-package never imports the builders (tests/test_layering.py).
+package never imports the builders (tests/project/test_layering.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One table per configuration object (the schema's ``$defs``), in the order a reader meets them from
 the top-level keys, each saying where in the file it appears; one row per field with its type,
 bounds, default and description. ``scripts/generate_configuration_docs.py`` writes the file and
-``tests/test_schema.py`` fails when the committed file differs from this function's output.
+``tests/config/test_schema.py`` fails when the committed file differs from this function's output.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ names; a rule covers everything under its path, ``*`` matches any list index or 
   ``metadata.name``/``metadata.namespace`` for every kind, plus a per-kind list.
 
 A resource's own ``replace_on_changes`` adds to these (``forces_replacement``). The tests in
-``tests/test_diff_rules.py`` pin every entry.
+``tests/diff/test_diff_rules.py`` pin every entry.
 """
 
 from __future__ import annotations

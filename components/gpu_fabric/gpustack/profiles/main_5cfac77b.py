@@ -3,7 +3,7 @@
 Everything here is read from the operator's Go source at the commits in
 :mod:`gpu_fabric.gpustack.operator_pin`: the schemas are transcriptions of ``zz_generated.crds.go`` at
 ``ad484497`` (nothing pruned, nothing added), the rules and messages are the webhook's at ``5cfac77b``
-(33 Go test cases ported in tests/test_operator_admission.py). Image synthesis lives on this line:
+(33 Go test cases ported in tests/gpustack/test_operator_admission.py). Image synthesis lives on this line:
 a role with no image of its own runs ``gpustack/runner:<backend><runtime>-<engine><version>``, so the
 webhook owes ``engine.version`` (``validateModelDeploymentEngineVersion``) and ``engine.image`` does not exist.
 """

@@ -1,0 +1,328 @@
+"""Engine flags read from real command lines, and the rules for any workload on a fabric pool.
+
+The command lines are the ones the engines' own docs give: vllm-project/vllm
+``docs/features/nixl_connector_usage.md`` (JSON and dotted ``--kv-transfer-config``), ai-dynamo/dynamo's
+vLLM launch script (``--connector kvbm nixl``) and SGLang disaggregation scripts run by Dynamo
+(``--disaggregation-transfer-backend nixl``), and AWS's EFA settings (awsome-distributed-ai).
+"""
+
+import copy
+
+import pytest
+
+from gpu_fabric.kube.engine_flags import NIXL_CONNECTOR, read_container
+from gpu_fabric.kube.workloads import (
+    ERROR,
+    WARNING,
+    WORKLOAD_KINDS,
+    FabricPool,
+    WorkloadShapeError,
+    fabric_pool_of,
+    judge_workloads,
+    pod_templates,
+)
+from gpu_fabric.policies.workloads import fabric_workloads, fabric_workloads_advisory
+from gpu_fabric.validation.configuration import load_config
+from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, component, k8s
+from support.stack_configs import stack_values
+
+# vLLM NixlConnector guide, "Basic Usage": the prefiller, as a shell line.
+VLLM_PREFILLER = ("CUDA_VISIBLE_DEVICES=0 UCX_NET_DEVICES=all VLLM_NIXL_SIDE_CHANNEL_PORT=5600 vllm serve Qwen/Qwen3-0.6B "
+                  "--port 8100 --enforce-eager --kv-transfer-config "
+                  "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\",\"kv_load_failure_policy\":\"fail\"}'")
+# vLLM NixlConnector guide, "Example: using LIBFABRIC backend", JSON and dotted forms.
+VLLM_LIBFABRIC_JSON = ["vllm", "serve", "<MODEL>", "--kv-transfer-config",
+                       '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_connector_extra_config":{"backends":["LIBFABRIC"]}}']
+VLLM_LIBFABRIC_DOTTED = ["vllm", "serve", "<MODEL>", "--kv-transfer-config.kv_connector", "NixlConnector",
+                         "--kv-transfer-config.kv_role", "kv_both",
+                         "--kv-transfer-config.kv_connector_extra_config.backends+", "LIBFABRIC"]
+# ai-dynamo/dynamo, the disaggregated vLLM launch with KVBM: the prefill worker.
+DYNAMO_PREFILL = ["python3", "-m", "dynamo.vllm", "--model", "qwen/qwen3-0.6b", "--is-prefill-worker",
+                  "--connector", "kvbm", "nixl", "--enforce-eager"]
+# Dynamo's SGLang worker in disaggregated mode.
+DYNAMO_SGLANG = ["python3", "-m", "dynamo.sglang", "--model-path", "Qwen/Qwen3-8B", "--page-size", "16", "--tp", "1",
+                 "--disaggregation-mode", "prefill", "--disaggregation-bootstrap-port", "12345", "--host", "0.0.0.0",
+                 "--disaggregation-transfer-backend", "nixl"]
+
+
+def test_vllm_json_form_inside_a_shell_line():
+    settings = read_container({"command": ["/bin/sh", "-c"], "args": [VLLM_PREFILLER]}, "spec.containers[0]")
+    assert settings.uses_nixl().value == NIXL_CONNECTOR
+    assert settings.nixl_backends().value == ("UCX",)  # NixlConnector's default backend
+    assert settings.env["UCX_NET_DEVICES"].value == "all"
+    assert settings.env["VLLM_NIXL_SIDE_CHANNEL_PORT"].path == "spec.containers[0].args[0]"
+
+
+@pytest.mark.parametrize("command", [VLLM_LIBFABRIC_JSON, VLLM_LIBFABRIC_DOTTED])
+def test_vllm_libfabric_backend_in_json_and_dotted_forms(command):
+    settings = read_container({"command": command}, "c")
+    assert settings.nixl_backends().value == ("LIBFABRIC",)
+    assert settings.nixl_backends().path == "c.command[3]"
+
+
+def test_dotted_assignment_and_equals_forms():
+    settings = read_container({"args": ["--kv-transfer-config={\"kv_connector\":\"NixlConnector\"}",
+                                        "--kv-transfer-config.kv_connector_extra_config.backends", '["UCX","LIBFABRIC"]']}, "c")
+    assert settings.nixl_backends().value == ("UCX", "LIBFABRIC")
+
+
+def test_dynamo_connector_list():
+    settings = read_container({"command": DYNAMO_PREFILL}, "c")
+    assert [s.value for s in settings.kv_connectors()] == ["kvbm", NIXL_CONNECTOR]
+    assert settings.nixl_backends().value == ("UCX",)
+
+
+def test_sglang_transfer_backend():
+    settings = read_container({"command": DYNAMO_SGLANG}, "c")
+    assert settings.uses_nixl() is not None
+    mooncake = read_container({"command": [*DYNAMO_SGLANG[:-1], "mooncake"]}, "c")
+    assert mooncake.uses_nixl() is None
+
+
+def test_env_entries_and_script_exports():
+    container = {"command": ["bash", "-lc", "export FI_PROVIDER=efa && exec vllm serve m"],
+                 "env": [{"name": "UCX_TLS", "value": "srd,cuda_copy,tcp"},
+                         {"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}
+    settings = read_container(container, "c")
+    assert settings.env["UCX_TLS"].path == "c.env[0]"
+    assert settings.env["FI_PROVIDER"].value == "efa"
+    assert settings.unresolved_env == ["c.env[1]"]
+
+
+def test_a_kv_transfer_config_that_is_not_json_is_a_problem():
+    settings = read_container({"args": ["--kv-transfer-config", "{kv_connector: NixlConnector}"]}, "c")
+    assert settings.problems and settings.problems[0][0] == "c.args[0]"
+
+
+# ---------------------------------------------------------------------------------------------
+# Pod templates
+# ---------------------------------------------------------------------------------------------
+
+
+# vLLM NixlConnector guide: set the side-channel host when peers are on other machines (here: the pod's IP).
+SIDE_CHANNEL_HOST = {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+
+
+def _pod_spec(**changes) -> dict:
+    spec = {"nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.12.0", "command": list(VLLM_LIBFABRIC_JSON),
+                            "env": [dict(SIDE_CHANNEL_HOST)],
+                            "resources": {"limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32",
+                                                     "hugepages-2Mi": "5120Mi", "memory": "512Gi"}}}]}
+    spec.update(changes)
+    return spec
+
+
+def _wrap(kind: str, pod_spec: dict) -> dict:
+    template = {"metadata": {"labels": {"app": "x"}}, "spec": pod_spec}
+    spec: dict
+    if kind == "Pod":
+        spec = pod_spec
+    elif kind == "CronJob":
+        spec = {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": template}}}
+    elif kind == "LeaderWorkerSet":
+        spec = {"leaderWorkerTemplate": {"size": 2, "workerTemplate": template}}
+    else:
+        spec = {"template": template}
+    api = {"Pod": "v1", "Job": "batch/v1", "CronJob": "batch/v1", "LeaderWorkerSet": "leaderworkerset.x-k8s.io/v1"}
+    return {"apiVersion": api.get(kind, "apps/v1"), "kind": kind, "metadata": {"name": "w", "namespace": "team-a"}, "spec": spec}
+
+
+@pytest.mark.parametrize("kind", [k for k in WORKLOAD_KINDS if k != "ReplicaSet"])
+def test_every_workload_kind_yields_its_pod_template(kind):
+    templates = pod_templates(_wrap(kind, _pod_spec()))
+    assert len(templates) == 1 and templates[0][1]["containers"][0]["name"] == "vllm"
+
+
+def test_leader_worker_set_judges_both_templates():
+    obj = _wrap("LeaderWorkerSet", _pod_spec())
+    obj["spec"]["leaderWorkerTemplate"]["leaderTemplate"] = {"spec": _pod_spec()}
+    paths = [path for path, _ in pod_templates(obj)]
+    assert paths == ["spec.leaderWorkerTemplate.leaderTemplate.spec", "spec.leaderWorkerTemplate.workerTemplate.spec"]
+
+
+@pytest.mark.parametrize("change, path", [
+    ({"containers": {"name": "x"}}, "spec.template.spec.containers"),
+    ({"nodeSelector": {"gpu": True}}, "spec.template.spec.nodeSelector.gpu"),
+    ({"tolerations": "all"}, "spec.template.spec.tolerations"),
+])
+def test_malformed_templates_name_the_path(change, path):
+    with pytest.raises(WorkloadShapeError) as caught:
+        judge_workloads([_wrap("Deployment", _pod_spec(**change))], [])
+    assert caught.value.path == f"Deployment team-a/w {path}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules, on the aws-efa example's pools and the seed's RDMA pool
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def efa_pools() -> list[FabricPool]:
+    return [fabric_pool_of(pool) for pool in load_config(stack_values("aws-efa")).pools]
+
+
+@pytest.fixture(scope="module")
+def rdma_pools() -> list[FabricPool]:
+    return [fabric_pool_of(pool) for pool in load_config(stack_values("seed-rdma")).pools]
+
+
+def _findings(pools, pod_spec, kind="Deployment"):
+    report = judge_workloads([_wrap(kind, pod_spec)], pools)
+    return {(f.severity, f.rule_id): f for f in report.findings}, report
+
+
+def _with_container(**changes) -> dict:
+    """The right pod spec with its container changed; ``env`` entries come first, the side-channel host stays."""
+    spec = _pod_spec()
+    container = spec["containers"][0]
+    env = [*changes.pop("env", []), *container["env"]]
+    container.update(changes, env=env)
+    return spec
+
+
+def test_the_right_deployment_passes(efa_pools):
+    findings, report = _findings(efa_pools, _pod_spec())
+    assert not findings
+    assert report.judged == [("Deployment team-a/w", "spec.template.spec", ("gpustack--nvidia-h100-linux-amd64",))]
+
+
+def test_efa_without_hugepages_is_refused(efa_pools):
+    spec = _pod_spec()
+    del spec["containers"][0]["resources"]["limits"]["hugepages-2Mi"]
+    finding = _findings(efa_pools, spec)[0][(ERROR, "efa-hugepages")]
+    assert str(finding.path) == 'spec.template.spec.containers[0].resources.limits["vpc.amazonaws.com/efa"]'
+
+
+@pytest.mark.parametrize("tls, refused", [("tcp,cuda_copy", True), ("srd,cuda_copy,tcp", False), ("^tcp", False),
+                                          ("all", False), ("rc_x,rc,cuda_copy", True)])
+def test_ucx_transports_on_efa(efa_pools, tls, refused):
+    spec = _with_container(command=["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector":"NixlConnector"}'],
+                           env=[{"name": "UCX_TLS", "value": tls}])
+    findings = _findings(efa_pools, spec)[0]
+    assert ((ERROR, "nixl-backend-fabric") in findings) is refused
+
+
+def test_ucx_on_efa_without_a_transport_list_is_advisory(efa_pools):
+    spec = _with_container(command=["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector":"NixlConnector"}'])
+    findings = _findings(efa_pools, spec)[0]
+    assert set(findings) == {(WARNING, "nixl-backend-fabric")}
+
+
+def test_ucx_tls_without_rdma_on_an_rdma_pool(rdma_pools):
+    spec = {"tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "vllm", "command": list(DYNAMO_PREFILL),
+                            "env": [{"name": "UCX_TLS", "value": "tcp,cuda_copy"}, dict(SIDE_CHANNEL_HOST)],
+                            "resources": {"limits": {"nvidia.com/gpu": "1", "device.gpustack.ai/rdma": "1"}}}]}
+    findings = _findings(rdma_pools, spec)[0]
+    assert (ERROR, "nixl-backend-fabric") in findings
+    spec["containers"][0]["env"][0]["value"] = "rc_x,rc,dc_x,dc,cuda_copy,cuda_ipc"  # the Dynamo guide's IB/RoCE list
+    assert not _findings(rdma_pools, spec)[0]
+
+
+def test_fabric_key_the_pool_does_not_advertise(efa_pools, rdma_pools):
+    spec = _pod_spec()
+    spec["containers"][0]["resources"]["limits"]["device.gpustack.ai/rdma"] = "4"
+    assert _findings(efa_pools, spec)[0][(ERROR, "fabric-key-advertised")].message.startswith("requests device.gpustack.ai/rdma")
+    partitioned = {"tolerations": [{"operator": "Exists"}],
+                   "containers": [{"name": "c", "resources": {"limits": {"device.gpustack.ai/rdma.partitioned": "1"}}}]}
+    assert (ERROR, "fabric-key-advertised") in _findings(rdma_pools, partitioned)[0]  # the seed pool has no VFs
+
+
+def test_nixl_without_a_fabric_key_falls_back_to_tcp(efa_pools):
+    spec = _pod_spec()
+    del spec["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
+    assert (ERROR, "transfer-has-fabric-key") in _findings(efa_pools, spec)[0]
+
+
+@pytest.mark.parametrize("name, value, rule", [("FI_PROVIDER", "tcp", "efa-fi-provider"),
+                                               ("RDMAV_FORK_SAFE", "1", "efa-no-rdmav")])
+def test_efa_environment_rules(efa_pools, name, value, rule):
+    spec = _with_container(env=[{"name": name, "value": value}])
+    finding = _findings(efa_pools, spec)[0][(ERROR, rule)]
+    assert str(finding.path) == "spec.template.spec.containers[0].env[0]"
+    assert not _findings(efa_pools, _with_container(env=[{"name": "FI_PROVIDER", "value": "efa"}]))[0]
+
+
+def test_device_manager_owned_nccl_ib_hca(rdma_pools):
+    spec = {"tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "c", "env": [{"name": "NCCL_IB_HCA", "value": "mlx5_0"}],
+                            "resources": {"limits": {"device.gpustack.ai/rdma": "1"}}}]}
+    assert (ERROR, "advertiser-owned-settings") in _findings(rdma_pools, spec)[0]
+
+
+def test_infiniband_host_path(efa_pools):
+    spec = _pod_spec(volumes=[{"name": "ib", "hostPath": {"path": "/dev/infiniband"}}])
+    spec["containers"][0]["volumeMounts"] = [{"name": "ib", "mountPath": "/dev/infiniband"}]
+    assert str(_findings(efa_pools, spec)[0][(ERROR, "advertiser-owned-devices")].path) == \
+        "spec.template.spec.containers[0].volumeMounts[0]"
+
+
+def test_nccl_variables_with_nixl_are_advisory(efa_pools):
+    spec = _with_container(env=[{"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}])
+    assert set(_findings(efa_pools, spec)[0]) == {(WARNING, "nixl-nccl-dead-config")}
+
+
+def test_nixl_side_channel_host_left_at_localhost_is_advisory(efa_pools):
+    spec = _pod_spec()
+    spec["containers"][0]["env"] = []
+    finding = _findings(efa_pools, spec)[0][(WARNING, "nixl-side-channel-host")]
+    assert str(finding.path) == "spec.template.spec.containers[0].command[3]" and "unset (localhost)" in finding.message
+    spec["containers"][0]["env"] = [{"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "localhost"}]
+    assert (WARNING, "nixl-side-channel-host") in _findings(efa_pools, spec)[0]
+    sglang = _pod_spec()
+    sglang["containers"][0].update(command=list(DYNAMO_SGLANG), env=[])
+    assert (WARNING, "nixl-side-channel-host") not in _findings(efa_pools, sglang)[0]  # SGLang has bootstrap ports instead
+
+
+def test_scheduling_decides_the_pools(efa_pools):
+    untolerated = _pod_spec(tolerations=[])
+    _, report = _findings(efa_pools, untolerated)
+    assert report.not_judged and "taint nvidia.com/gpu:NoSchedule is not tolerated" in report.not_judged[0][2]
+    generic = _pod_spec(nodeSelector={"node.kubernetes.io/instance-type": "c6in.32xlarge"})
+    _, report = _findings(efa_pools, generic)
+    assert report.judged[0][2] == ("gpustack--generic-linux-amd64",)
+    affinity = _pod_spec(nodeSelector=None, affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                                                     "values": ["p5.48xlarge"]}]}]}}})
+    _, report = _findings(efa_pools, affinity)
+    assert report.judged[0][2] == ("gpustack--nvidia-h100-linux-amd64",)
+
+
+def test_other_kinds_and_device_plugins_are_counted_not_judged(efa_pools):
+    from gpu_fabric.kube.device_plugins import efa_device_plugin_daemonset
+
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    report = judge_workloads([config_map, efa_device_plugin_daemonset()], efa_pools)
+    assert (report.passed_over, report.device_plugins, report.findings) == (1, 1, [])
+
+
+# ---------------------------------------------------------------------------------------------
+# The pack
+# ---------------------------------------------------------------------------------------------
+
+
+def _kueue_pools():
+    return [component("gpu-fabric:index:KueuePool", {"pool": pool}, pool["name"]) for pool in stack_values("aws-efa")["pools"]]
+
+
+def test_the_pack_applies_the_same_rules_to_workload_resources():
+    assert_metadata(fabric_workloads)
+    assert_metadata(fabric_workloads_advisory, enforcement=fabric_workloads_advisory.enforcement_level)
+    wrong = _pod_spec()
+    del wrong["containers"][0]["resources"]["limits"]["hugepages-2Mi"]
+    deployment = k8s(_wrap("Deployment", wrong))
+    assert_violation(fabric_workloads, [*_kueue_pools(), deployment], "without hugepages-2Mi", urn=deployment.urn)
+    assert_no_violations(fabric_workloads, [*_kueue_pools(), k8s(_wrap("Deployment", _pod_spec()))])
+    dead = k8s(_wrap("StatefulSet", _with_container(env=[{"name": "NCCL_IB_HCA", "value": "x"}])))
+    assert_violation(fabric_workloads_advisory, [*_kueue_pools(), dead], "does not configure NixlConnector")
+    assert_no_violations(fabric_workloads, [*_kueue_pools(), copy.deepcopy(dead)])
+
+
+def test_a_fabric_key_on_a_pool_without_fabric_is_refused():
+    pool = FabricPool.of("gpustack--nvidia-a10g-linux-amd64", "none", {"kubernetes.io/arch": "amd64"})
+    spec = {"containers": [{"name": "c", "resources": {"limits": {"vpc.amazonaws.com/efa": "1", "hugepages-2Mi": "1Gi"}}}]}
+    report = judge_workloads([_wrap("Pod", spec)], [pool])
+    assert [(f.rule_id, f.pool) for f in report.findings] == [("fabric-key-advertised", pool.name)]
+    assert "nothing advertises on pool gpustack--nvidia-a10g-linux-amd64 (fabric: none)" in report.findings[0].message

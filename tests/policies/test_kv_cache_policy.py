@@ -1,0 +1,73 @@
+"""The ``kv-cache-transport-fabric`` policy: a KV cache's members and transport match the fabric of the pools they run on."""
+
+from __future__ import annotations
+
+import pytest
+from pulumi_policy import EnforcementLevel
+
+from gpu_fabric.policies import (
+    fabric_pool_topology_alignment,
+    kueue_fabric_keys_covered,
+    kv_cache_transport_fabric,
+    model_deployment_unprivileged_roles,
+)
+
+from support.policy_helpers import (
+    assert_metadata,
+    assert_no_violations,
+    assert_violation,
+    of_type,
+    rendered,
+    replace_props,
+)
+
+A10G = "gpustack--nvidia-a10g-linux-amd64"
+
+
+@pytest.fixture(scope="module")
+def seed():
+    return rendered("seed-rdma")
+
+
+@pytest.fixture(scope="module")
+def aws_efa():
+    return rendered("aws-efa")
+
+
+ADVISORY = {fabric_pool_topology_alignment, kueue_fabric_keys_covered, model_deployment_unprivileged_roles}
+
+
+def set_members(resources, **changes):
+    def change(props):
+        for member in props["spec"]["connection"]["managed"]["members"]:
+            member.update(changes)
+    return replace_props(resources, of_type("v1alpha1:KVCacheBackend"), change)
+
+
+@pytest.mark.parametrize("policy", [kv_cache_transport_fabric], ids=lambda p: p.name)
+def test_metadata_and_example_stacks_pass(policy, seed, aws_efa):
+    assert_metadata(policy, EnforcementLevel.ADVISORY if policy in ADVISORY else EnforcementLevel.MANDATORY)
+    assert_no_violations(policy, seed)
+    assert_no_violations(policy, aws_efa)
+
+
+def test_fabric_interface_count_above_the_pool_is_refused(aws_efa):
+    resources = set_members(aws_efa, fabricInterfaceCount=4)
+    backend = next(r for r in resources if r.type.endswith("v1alpha1:KVCacheBackend"))
+    assert_violation(kv_cache_transport_fabric, resources, "fabricInterfaceCount 4 exceeds the 2 interfaces per node",
+                     urn=backend.urn)
+
+
+def test_rdma_transport_on_an_efa_pool_is_refused(aws_efa):
+    resources = set_members(aws_efa, transport={"protocol": "RDMA"})
+    assert_violation(kv_cache_transport_fabric, resources, "uses RDMA transport but selects EFA pool gpustack--generic-linux-amd64")
+
+
+def test_efa_transport_on_an_rdma_pool_is_refused(seed):
+    resources = set_members(seed, transport={"protocol": "EFA"})
+    assert_violation(kv_cache_transport_fabric, resources, f"uses EFA transport but selects pool {A10G}, which has fabric rdma")
+
+
+def test_transfer_leg_on_a_pool_of_another_fabric_is_refused(seed):
+    resources = replace_props(seed, of_type("v1alpha1:ModelDeployment"), lambda p: p["spec"]["kvTransfer"].update(protocol="EFA"))
+    assert_violation(kv_cache_transport_fabric, resources, f"the transfer leg uses EFA but pool {A10G} has fabric rdma")
