@@ -1,4 +1,4 @@
-"""Policy a: the GPUStack operator's schema and admission, decided at ``pulumi preview``.
+"""``gpustack-transfer-path-consistency``: the GPUStack operator's schema and admission, decided at ``pulumi preview``.
 
 Every ``worker.gpustack.ai`` manifest of the stack (ModelDeployment, KVCacheBackend, KVCachePool,
 KVCachePoolBinding) goes through :func:`gpu_fabric.gpustack.admission_pipeline.analyze` -- the one implementation the
