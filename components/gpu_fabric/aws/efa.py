@@ -2,7 +2,9 @@
 
 Input is one ``DescribeInstanceTypes`` item (see ``gpu_fabric.aws.catalog.types``); output is a sorted list
 of :class:`PlannedInterface`. The rules, from EC2's multi-card guidance and the pain points of
-eksctl / terraform-aws-eks / pulumi-eks (research/eks-efa-anchors.md, rules 3-7 and 10):
+eksctl / terraform-aws-eks / pulumi-eks (eksctl ``buildNetworkInterfaces``, eksctl#7520 and #8685,
+pulumi-eks ``getEfaNetworkInterfaces`` in ``instances.ts``, aws-parallelcluster#7143, EC2 User Guide
+"Maximize network bandwidth on instances with multiple network cards"):
 
 * the EFA count is ``EfaInfo.MaximumEfaInterfaces`` -- never ``MaximumNetworkCards`` (p6-b300 has
   17 cards but 16 EFAs, none on card 0);

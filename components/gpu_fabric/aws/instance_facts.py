@@ -1,7 +1,8 @@
 """A pool's name and accelerator count against the EC2 facts of the instances that provide its nodes.
 
 GPUStack derives InstanceType names from the hardware it discovers on a node
-(``gpustack--<manufacturer>-<model>-<os>-<arch>``, research/gpustack-operator.md section 2.5), so a pool
+(``gpustack--<manufacturer>-<model>-<os>-<arch>``, gpustack/gpustack-operator
+``docs/modules/devices/scheduling.md``, "Naming and grouping"), so a pool
 named after hardware its instances do not have names an InstanceType that never appears, and
 gpu-fabric itself would assume the name's ``kubernetes.io/arch`` for those nodes
 (:func:`gpu_fabric.config.pool.platform_node_labels`). ``acceleratorsPerNode`` sizes quotas and role

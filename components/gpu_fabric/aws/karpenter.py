@@ -6,7 +6,7 @@ Objects are plain Kubernetes dicts (camelCase), exactly what the component regis
 policy pack reads back from resource properties. Values may be ``pulumi.Output``s where they come from
 other resources (security group id, placement group name); nothing here imports Pulumi.
 
-Karpenter facts (aws/karpenter-provider-aws v1.14.1; research/breadth-2026.md section 1):
+Karpenter facts (aws/karpenter-provider-aws v1.14.1, https://github.com/aws/karpenter-provider-aws):
 
 * ``spec.networkInterfaces`` takes ``interface`` or ``efa-only`` per (card, device), never ``efa``
   (``pkg/apis/v1/ec2nodeclass.go`` ``NetworkInterface``; ``designs/efa-for-static-capacity.md`` Non-Goal 2);

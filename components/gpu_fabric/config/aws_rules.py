@@ -1,7 +1,8 @@
 """EFA node-group rules that configuration validators, builders and policies all apply: written once.
 
 * One subnet: EFA traffic does not cross subnets or availability zones (EC2 User Guide, "Elastic
-  Fabric Adapter": all instances of an EFA group in one subnet; research/eks-efa-anchors.md).
+  Fabric Adapter": all instances of an EFA group in one subnet; eksctl's nodegroup validation,
+  pulumi/pulumi-eks#1593).
 * No ``kubernetes.io/cluster/*`` tag on the EFA security group: the AWS Load Balancer Controller
   requires exactly one cluster-tagged group per interface (eksctl#8475).
 """

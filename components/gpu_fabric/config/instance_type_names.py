@@ -41,8 +41,8 @@ class InstanceTypeName:
     """The parts of a GPUStack InstanceType name: ``gpustack--[<cpu>--]<accelerator>-<os>-<arch>``.
 
     ``accelerator`` is GPUStack's ``aKey`` (``<manufacturer>-<id>``, e.g. ``nvidia-a10g``) or
-    ``generic`` for a CPU pool (docs/modules/devices/scheduling.md, "Naming and grouping", as read in
-    research/gpustack-operator.md section 2.5). ``cpu`` is the ``gKey`` of CPU-aware naming, if any.
+    ``generic`` for a CPU pool (gpustack/gpustack-operator ``docs/modules/devices/scheduling.md``, "Naming and
+    grouping"; ``api/worker/v1alpha1/instance_type.go``). ``cpu`` is the ``gKey`` of CPU-aware naming, if any.
     """
 
     accelerator: str

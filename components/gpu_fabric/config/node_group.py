@@ -2,7 +2,7 @@
 with ``provisioner: karpenter`` the settings of the EC2NodeClass and NodePool Karpenter launches them from.
 
 The rules encoded here come from what EFA needs and what other tools got wrong
-(research/eks-efa-anchors.md): one explicit AZ and exactly one subnet (EFA does not cross subnets or
+(eksctl, terraform-aws-modules/terraform-aws-eks, pulumi/pulumi-eks and their issues): one explicit AZ and exactly one subnet (EFA does not cross subnets or
 AZs, and a derived AZ drifts), no auto-created placement group when the group targets a capacity
 reservation or a Capacity Block (eksctl#7949, terraform-aws-eks#3661), and no
 ``kubernetes.io/cluster/*`` tag on the EFA security group (AWS Load Balancer Controller, eksctl#8475).
@@ -21,7 +21,8 @@ from gpu_fabric.config.constants import CLUSTER_TAG_PREFIX  # noqa: F401  (re-ex
 from gpu_fabric.config.base import SpecModel
 from gpu_fabric.config.taints import Taint, eks_taint
 
-# EFA-capable EKS AMIs (EKS docs; research rule 18): AL2023 NVIDIA carries the EFA software, and
+# EFA-capable EKS AMIs (EKS User Guide, "Manage EFA devices"; eksctl#8113; awslabs/amazon-eks-ami
+# templates/al2023/provisioners/install-efa.sh): AL2023 NVIDIA carries the EFA software, and
 # Bottlerocket >= 1.28 supports EFA in its NVIDIA and standard variants (CPU pools such as Mooncake members).
 AmiType = Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA",
                   "BOTTLEROCKET_x86_64", "BOTTLEROCKET_ARM_64"]
@@ -36,7 +37,7 @@ KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
 pool's nodes by it."""
 KARPENTER_MIN_VERSION = (1, 11)
 """``EC2NodeClass.spec.networkInterfaces`` (PR #9027) and ``spec.placementGroupSelector`` (PR #9030) first
-shipped in Karpenter v1.11.0 (research/breadth-2026.md section 1.1); older releases prune both fields."""
+shipped in Karpenter v1.11.0 (aws/karpenter-provider-aws ``pkg/apis/v1/ec2nodeclass.go``); older releases prune both fields."""
 NODE_GROUP_ONLY_FIELDS = {
     "scaling": "a NodePool's size is the pool's nodeCount (limits.nodes, or replicas with karpenter.static)",
     "nodeRoleArn": "Karpenter takes the node role by name: set karpenter.nodeRole",

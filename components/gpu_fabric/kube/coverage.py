@@ -50,7 +50,8 @@ DEVICE_MANAGER_ARG_MARKER = "device-manager"
 FABRICS = ("efa", "rdma", "none")
 
 PCI_VENDOR_IDS: Mapping[str, str] = {
-    # nvidia: research/gpustack-operator.md section 5. The others match the operator's
+    # nvidia: the operator chart's Device Manager DaemonSet selects NFD's pci-10de label (gpustack/gpustack-operator
+    # deploy/gpustack-operator/chart/templates/device-manager/daemonset.yaml). The others match the operator's
     # manufacturer-to-PCI-vendor map as mirrored in GPUStack's worker DaemonSet renderer, and
     # the PCI ID database (pci-ids.ucw.cz).
     "amd": "1002",

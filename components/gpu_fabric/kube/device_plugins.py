@@ -193,7 +193,8 @@ _DEVICE_MANAGER_HOST_PATHS: tuple[tuple[str, str, str | None, bool], ...] = (
     ("containerd-run-dir", "/run/containerd", "DirectoryOrCreate", False),
     # The init container stages the slicing libraries here and allocations keep per-pod state.
     ("gpustack-data-dir", "/var/lib/gpustack", "DirectoryOrCreate", False),
-    # CDI specs are read to resolve devices; the research lists both CDI directories read-only.
+    # CDI specs are read to resolve devices; the operator chart mounts both CDI directories read-only
+    # (gpustack/gpustack-operator deploy/gpustack-operator/chart/templates/device-manager/daemonset.yaml).
     ("cdi-etc-dir", "/etc/cdi", "DirectoryOrCreate", True),
     ("cdi-run-dir", "/var/run/cdi", "DirectoryOrCreate", True),
     # Device-plugin sockets are created here and registered with the kubelet (serving.go).

@@ -9,7 +9,8 @@ Two owners are possible (``queueOwner``):
 * ``standalone``: the stack owns flavors, ClusterQueues and LocalQueues (plain Kueue pools).
   Only here can Kueue meter the fabric: the operator's queues advertise accelerator credits
   only, and its classifier ignores the ``device.gpustack.ai/`` keys, so RDMA endpoints are
-  over-admitted (research ``gpustack-operator.md`` section 3.3).
+  over-admitted (gpustack/gpustack-operator ``docs/modules/rdma/operations.md``, "Kueue does not meter
+  the RDMA keys").
 """
 
 from __future__ import annotations

@@ -182,8 +182,8 @@ def advertised_fabric_keys(fabric: str, partitioned_interfaces: int | None = Non
 
     EFA pools: ``vpc.amazonaws.com/efa`` (AWS's EFA plugin). RDMA pools: GPUStack's Device Manager
     registers ``rdma``, ``rdma.shared`` and ``rdma.partitioned`` on every node it serves, the last at
-    zero without SR-IOV virtual functions (research/gpustack-operator.md, "RDMA device-plugin
-    servers"), so ``.partitioned`` counts only where the pool has partitioned interfaces (or their
+    zero without SR-IOV virtual functions (gpustack/gpustack-operator ``pkg/devicemanager/allocator/rdma/``,
+    the three RDMA device-plugin servers), so ``.partitioned`` counts only where the pool has partitioned interfaces (or their
     number is unknown).
     """
     if fabric == "efa":
@@ -310,7 +310,8 @@ NIXL_SIDE_CHANNEL_HOST = _workload_rule(
 
 def _unadvertised_keys(view: ContainerView) -> Iterable[Finding]:
     # A key no advertiser serves on the pool's nodes keeps the pod Pending (Insufficient <key>), and
-    # on an EFA pool a GPUStack RDMA key means nothing advertises it there (research breadth-2026 §4).
+    # on an EFA pool a GPUStack RDMA key means nothing advertises it there (only GPUStack's Device Manager
+    # serves ``device.gpustack.ai/rdma*``; AWS's EFA plugin serves ``vpc.amazonaws.com/efa``).
     for key, where in view.fabric_keys().items():
         if key not in view.pool.advertised:
             offered = ", ".join(sorted(view.pool.advertised)) or "no fabric key"

@@ -1,7 +1,8 @@
 """Did an NCCL run move its data over the fabric? Read ``NCCL_DEBUG=INFO`` logs (pure).
 
-What the lines mean (aws-ofi-nccl and NCCL's own logging; collected in
-``research/ci-diff-multilang-verify.md`` section C1):
+What the lines mean (aws-ofi-nccl and NCCL's own logging, https://github.com/aws/aws-ofi-nccl and
+https://github.com/NVIDIA/nccl; the EKS User Guide's EFA page, ``latest/ug/ml/node-efa.adoc`` in
+awsdocs/amazon-eks-user-guide, runs the NCCL test these lines come from):
 
 * EFA through aws-ofi-nccl: ``NET/OFI Selected Provider is efa (found 4 nics)`` (1.7 and older) or
   ``NET/OFI Selected provider is efa, fabric is efa-direct (found 32 nics)`` (1.16); N is the

@@ -2,7 +2,8 @@
 
 The seed's Step 3 ModelDeployment (``engine.image`` with ``roles[].instanceType``) and Step 4/5
 KVCacheBackends (``fabricInterfaceCount``) have the shape of the v0.10.0 docs; the seed itself is the
-operator's main docs captured between v0.9.2 and v0.10.0 (research §4), so it is this line's source
+operator's main docs captured between v0.9.2 and v0.10.0 (gpustack/gpustack-operator ``docs/walkthroughs/rdma/network-endpoints.md``: its Contents list
+"Environment" with the old Summary, as no release's docs do), so it is this line's source
 for ``fabricInterfaceCount``, which no v0.10.0 page opening shows. No schema change between the v0.9.2
 and v0.10.0 page openings was found: the schema is the 0.9 line's (``data/gpustack-operator/releases/v0.10/``).
 """
@@ -40,7 +41,8 @@ PROFILE = Profile(
         }),
         Source("Step 3 ModelDeployment (engine.image, instanceType, interface 2) and Step 4/5 KVCacheBackends "
                "(fabricInterfaceCount 2); the message 'no effective RDMA or EFA transfer leg uses the requested interfaces'",
-               "../shared/seed/000_40ec60d12c6a069f.txt (operator main docs between v0.9.2 and v0.10.0)"),
+               "gpustack/gpustack-operator docs/walkthroughs/rdma/network-endpoints.md, the seed walkthrough "
+               "(operator main docs between v0.9.2 and v0.10.0)"),
     ),
     docs=docs_page(RELEASE, "docs/modules/model-deployment/deployment/index.md"),
 )

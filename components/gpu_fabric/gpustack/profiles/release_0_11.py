@@ -1,7 +1,8 @@
 """The 0.11 line (documented release ``0.11.2``): ``acceleratorType``, optional role cpu/ram/localStorage,
 ``kvTransfer.backend``, ``leader.electionBackend``, and an enforced binding dtype.
 
-Sources: the v0.11.2 docs page openings (research §2.5). The schema is *derived*: the 0.10 line's with
+Sources: the v0.11.2 docs page openings (https://docs.gpustack.ai/gpustack-operator/v0.11.2/docs/modules/model-deployment/configuration/
+and the pages cited beside each fact). The schema is *derived*: the 0.10 line's with
 the documented changes (``data/gpustack-operator/releases/v0.11/changes.yaml``). Open questions, kept
 open: whether ``instanceType`` is still accepted as an alias (not found: refused, naming
 ``acceleratorType``), the values ``kvTransfer.backend`` and ``electionBackend`` take beyond the docs'

@@ -1,7 +1,7 @@
 """The 0.9 line (documented release ``0.9.2``): ``engine.image`` required, no image synthesis, ``instanceType``.
 
 Sources: the v0.9.2 docs (docs source revision ``25c6524f``, named by the release's ``llms.txt``), page
-openings only; ../shared/research/gpustack-operator-versions.md §2.3 lists what each page shows. v0.9.0
+openings only (https://docs.gpustack.ai/gpustack-operator/v0.9.2/, each page cited beside its fact). v0.9.0
 (-rc2/-rc3) has no page that could be read, so only 0.9.2 is documented; other patches of 0.9 are
 assumed to share its API. The schema is *derived*: the pin's plus ``engine.image``
 (``data/gpustack-operator/releases/v0.9/``).

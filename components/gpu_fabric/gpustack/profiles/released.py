@@ -1,7 +1,7 @@
 """What the released operator lines (0.9, 0.10, 0.11) share, read from their versioned docs.
 
-No released CRD schema or webhook source could be read (../shared/research/gpustack-operator-versions.md,
-"How the sources limit this table"): every fact here comes from the opening of a docs page under
+No released CRD schema or webhook source could be read (the readable history of gpustack/gpustack-operator
+holds pre-release commits only): every fact here comes from the opening of a docs page under
 ``https://docs.gpustack.ai/gpustack-operator/<version>/``, cited beside it. Where a page shows a
 field but not its rule, the rule here is labelled as gpu-fabric's reading, and where the pages
 leave a field's fate open the field is *unconfirmed* (a lint warning), never silently passed or refused.
@@ -62,7 +62,8 @@ def required_engine_image_rule(spec: Mapping[str, Any], profile: Profile) -> lis
     """The released lines' engine rule: ``engine.image`` names the runner; no image is synthesized any more.
 
     The v0.9.2, v0.10.0 and v0.11.2 ModelDeployment pages annotate ``engine.image`` as required, and
-    their contents replace "Runner image formula" with "Role images" (research §2.3-§2.5). The text of
+    their contents replace "Runner image formula" with "Role images" (``docs/modules/model-deployment/deployment/`` of
+    https://docs.gpustack.ai/gpustack-operator/v0.9.2/, v0.10.0/ and the v0.11.2 ``configuration/`` page). The text of
     "Role images" and of "Admission refusals" could not be read, so two things are gpu-fabric's reading:
     a deployment without ``engine.image`` whose every role names its own ``image`` is not refused but
     warned about (whether role images waive the engine image is not confirmed), and the message wording
