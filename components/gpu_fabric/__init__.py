@@ -2,13 +2,14 @@
 
 Folders, bottom to top (imports only run downward; ``tests/project/test_layering.py`` keeps it so):
 
+* ``gpu_fabric.findings``    -- the one shape of every verdict: ``Finding``, ``Rule``, field paths, severities.
 * ``gpu_fabric.config``      -- what the user writes: stack-file reading, syntax, quantities, the models.
 * ``gpu_fabric.gpustack``    -- the GPUStack operator's mirror: schemas, admission, transfer analysis, objects.
 * ``gpu_fabric.kube``        -- node-side Kubernetes: topology rendering, device plugins, Kueue, coverage.
 * ``gpu_fabric.aws``         -- EC2 instance facts, the EFA planner, node-group inputs, user data.
 * ``gpu_fabric.plan``        -- what crosses domains: EFA domains, the fabric plan.
-* ``gpu_fabric.policies``    -- CrossGuard policies over the same pure analysis.
-* ``gpu_fabric.validation``  -- ``load_config``: the whole configuration, the pack's verdicts included.
+* ``gpu_fabric.validation``  -- ``load_config``: the whole configuration, the pack's verdicts included; the rule registry.
+* ``gpu_fabric.policies``    -- CrossGuard policies: adapters from the engine's resources to the same rules.
 * ``gpu_fabric.resources``   -- thin Pulumi ``ComponentResource`` classes that register plain dicts.
 * ``gpu_fabric.program``     -- the stack program, the offline render under mocks, the provider.
 * ``gpu_fabric.cli``, ``gpu_fabric.diff``, ``gpu_fabric.verify`` -- the commands.

@@ -35,8 +35,8 @@ config:
 ```
 
 Field names are camelCase; an unknown key is refused with the closest known one. `gpu-fabric schema`
-prints this reference as a JSON Schema (draft 2020-12) for editors (see the README, "Editor
-completion"). The schema decides each value's shape; `gpu-fabric render` and `pulumi preview` also
+prints this reference as a JSON Schema (draft 2020-12) for editors (see [editor completion](cli.md#schema-editor-completion)).
+The schema decides each value's shape; `gpu-fabric render` and `pulumi preview` also
 check what a schema cannot: name and quantity syntax, references between objects, capacities, the
 GPUStack operator's admission, EFA domains and the policy pack's mandatory policies. Numbers are
 written as numbers (`nodeCount: 4`, not `"4"`). The keys `modelDeployments`, `kvCacheBackends`,
