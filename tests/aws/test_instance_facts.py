@@ -13,10 +13,10 @@ import yaml
 
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.instance_type_names import instance_type_name, parse_instance_type_name
-from gpu_fabric.policies.instance_facts import pool_instance_facts
 from gpu_fabric.validation.configuration import load_config
-from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, component
+
 from support.stack_configs import PROJECT_DIR, stack_values
+
 
 H100 = "gpustack--nvidia-h100-linux-amd64"
 
@@ -129,22 +129,6 @@ def test_names_outside_the_gpustack_form_are_not_parsed(name):
 def test_derived_names_follow_the_default_naming():
     assert instance_type_name("nvidia", "a10g", "linux", "amd64") == "gpustack--nvidia-a10g-linux-amd64"
     assert instance_type_name(None, None, "linux", "arm64") == "gpustack--generic-linux-arm64"
-
-
-def _kueue_pool(pool: dict):
-    return component("gpu-fabric:index:KueuePool", {"pool": pool}, pool["name"])
-
-
-def test_the_pack_refuses_the_same_from_kueue_pool_inputs():
-    assert_metadata(pool_instance_facts)
-    wrong = efa_values(name="gpustack--nvidia-h200-linux-amd64")["pools"][0]
-    assert_violation(pool_instance_facts, [_kueue_pool(wrong)], "p5.48xlarge has 8 x NVIDIA H100, amd64")
-    assert_no_violations(pool_instance_facts, [_kueue_pool(stack_values("aws-efa")["pools"][0])])
-
-
-def test_the_pack_reads_numbers_as_the_engine_sends_them():
-    wrong = efa_values(acceleratorsPerNode=4.0)["pools"][0]  # the wire carries every number as a double
-    assert_violation(pool_instance_facts, [_kueue_pool(wrong)], "acceleratorsPerNode: 4 per node")
 
 
 def test_render_exits_2_naming_the_field(tmp_path, capsys):

@@ -23,10 +23,11 @@ from gpu_fabric.kube.advertisers import (
 )
 from gpu_fabric.kube.device_plugins import efa_device_plugin_daemonset
 from gpu_fabric.kube.workloads import fabric_pool_of
-from gpu_fabric.policies.advertisers import fabric_advertisers
 from gpu_fabric.validation.configuration import load_config
-from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, component, k8s
+
+from support.policy_helpers import k8s
 from support.stack_configs import stack_values
+
 
 NVIDIA_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin"
 
@@ -143,26 +144,3 @@ def test_an_advertiser_whose_selector_misses_the_pool_does_not_count(efa_pools):
     elsewhere = _daemonset("sriov", "ghcr.io/k8snetworkplumbingwg/sriov-network-device-plugin:v3.9.0",
                            nodeSelector={"feature.node.kubernetes.io/network-sriov.capable": "true"})
     assert not advertiser_findings(efa_pools, [plugin, elsewhere])
-
-
-def _kueue_pools():
-    return [component("gpu-fabric:index:KueuePool", {"pool": pool}, pool["name"]) for pool in stack_values("aws-efa")["pools"]]
-
-
-def test_the_pack_refuses_mofed_on_and_a_second_advertiser():
-    assert_metadata(fabric_advertisers)
-    nvidia = k8s(_daemonset("nvidia-device-plugin", f"{NVIDIA_PLUGIN_IMAGE}:v0.19.1"))
-    assert_violation(fabric_advertisers, [*_kueue_pools(), nvidia], "MOFED support is on", urn=nvidia.urn)
-    fixed = k8s(_daemonset("nvidia-device-plugin", f"{NVIDIA_PLUGIN_IMAGE}:v0.19.1"))
-    fixed.props["spec"]["template"]["spec"]["containers"][0]["args"] = ["--mofed-enabled=false"]
-    assert_no_violations(fabric_advertisers, [*_kueue_pools(), fixed, k8s(_efa_plugin())])
-    dranet = k8s(_daemonset("aws-dranet", "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-dranet:v1.0.0"))
-    assert_violation(fabric_advertisers, [*_kueue_pools(), k8s(_efa_plugin()), dranet],
-                     "oversubscribes them silently")
-
-
-def test_the_pack_refuses_an_old_efa_plugin_on_p6_b200():
-    pools = [component("gpu-fabric:index:KueuePool", {"pool": pool}, pool["name"]) for pool in b200_values(None)["pools"]]
-    old = k8s(_efa_plugin("v0.5.8"))
-    assert_violation(fabric_advertisers, [*pools, old], "is below v0.5.10", urn=old.urn)
-    assert_no_violations(fabric_advertisers, [*pools, k8s(_efa_plugin("v0.5.10"))])

@@ -6,8 +6,6 @@ vLLM launch script (``--connector kvbm nixl``) and SGLang disaggregation scripts
 (``--disaggregation-transfer-backend nixl``), and AWS's EFA settings (awsome-distributed-ai).
 """
 
-import copy
-
 import pytest
 
 from gpu_fabric.kube.engine_flags import NIXL_CONNECTOR, read_container
@@ -21,24 +19,33 @@ from gpu_fabric.kube.workloads import (
     judge_workloads,
     pod_templates,
 )
-from gpu_fabric.policies.workloads import fabric_workloads, fabric_workloads_advisory
 from gpu_fabric.validation.configuration import load_config
-from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, component, k8s
+
+from support.policy_helpers import k8s
 from support.stack_configs import stack_values
+
 
 # vLLM NixlConnector guide, "Basic Usage": the prefiller, as a shell line.
 VLLM_PREFILLER = ("CUDA_VISIBLE_DEVICES=0 UCX_NET_DEVICES=all VLLM_NIXL_SIDE_CHANNEL_PORT=5600 vllm serve Qwen/Qwen3-0.6B "
                   "--port 8100 --enforce-eager --kv-transfer-config "
                   "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\",\"kv_load_failure_policy\":\"fail\"}'")
+
+
 # vLLM NixlConnector guide, "Example: using LIBFABRIC backend", JSON and dotted forms.
 VLLM_LIBFABRIC_JSON = ["vllm", "serve", "<MODEL>", "--kv-transfer-config",
                        '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_connector_extra_config":{"backends":["LIBFABRIC"]}}']
+
+
 VLLM_LIBFABRIC_DOTTED = ["vllm", "serve", "<MODEL>", "--kv-transfer-config.kv_connector", "NixlConnector",
                          "--kv-transfer-config.kv_role", "kv_both",
                          "--kv-transfer-config.kv_connector_extra_config.backends+", "LIBFABRIC"]
+
+
 # ai-dynamo/dynamo, the disaggregated vLLM launch with KVBM: the prefill worker.
 DYNAMO_PREFILL = ["python3", "-m", "dynamo.vllm", "--model", "qwen/qwen3-0.6b", "--is-prefill-worker",
                   "--connector", "kvbm", "nixl", "--enforce-eager"]
+
+
 # Dynamo's SGLang worker in disaggregated mode.
 DYNAMO_SGLANG = ["python3", "-m", "dynamo.sglang", "--model-path", "Qwen/Qwen3-8B", "--page-size", "16", "--tp", "1",
                  "--disaggregation-mode", "prefill", "--disaggregation-bootstrap-port", "12345", "--host", "0.0.0.0",
@@ -94,11 +101,6 @@ def test_a_kv_transfer_config_that_is_not_json_is_a_problem():
     assert settings.problems and settings.problems[0][0] == "c.args[0]"
 
 
-# ---------------------------------------------------------------------------------------------
-# Pod templates
-# ---------------------------------------------------------------------------------------------
-
-
 # vLLM NixlConnector guide: set the side-channel host when peers are on other machines (here: the pod's IP).
 SIDE_CHANNEL_HOST = {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
 
@@ -151,11 +153,6 @@ def test_malformed_templates_name_the_path(change, path):
     with pytest.raises(WorkloadShapeError) as caught:
         judge_workloads([_wrap("Deployment", _pod_spec(**change))], [])
     assert caught.value.path == f"Deployment team-a/w {path}"
-
-
-# ---------------------------------------------------------------------------------------------
-# Rules, on the aws-efa example's pools and the seed's RDMA pool
-# ---------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -296,28 +293,6 @@ def test_other_kinds_and_device_plugins_are_counted_not_judged(efa_pools):
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
     report = judge_workloads([config_map, efa_device_plugin_daemonset()], efa_pools)
     assert (report.passed_over, report.device_plugins, report.findings) == (1, 1, [])
-
-
-# ---------------------------------------------------------------------------------------------
-# The pack
-# ---------------------------------------------------------------------------------------------
-
-
-def _kueue_pools():
-    return [component("gpu-fabric:index:KueuePool", {"pool": pool}, pool["name"]) for pool in stack_values("aws-efa")["pools"]]
-
-
-def test_the_pack_applies_the_same_rules_to_workload_resources():
-    assert_metadata(fabric_workloads)
-    assert_metadata(fabric_workloads_advisory, enforcement=fabric_workloads_advisory.enforcement_level)
-    wrong = _pod_spec()
-    del wrong["containers"][0]["resources"]["limits"]["hugepages-2Mi"]
-    deployment = k8s(_wrap("Deployment", wrong))
-    assert_violation(fabric_workloads, [*_kueue_pools(), deployment], "without hugepages-2Mi", urn=deployment.urn)
-    assert_no_violations(fabric_workloads, [*_kueue_pools(), k8s(_wrap("Deployment", _pod_spec()))])
-    dead = k8s(_wrap("StatefulSet", _with_container(env=[{"name": "NCCL_IB_HCA", "value": "x"}])))
-    assert_violation(fabric_workloads_advisory, [*_kueue_pools(), dead], "does not configure NixlConnector")
-    assert_no_violations(fabric_workloads, [*_kueue_pools(), copy.deepcopy(dead)])
 
 
 def test_a_fabric_key_on_a_pool_without_fabric_is_refused():

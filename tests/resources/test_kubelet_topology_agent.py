@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 import yaml
-from pulumi_policy import EnforcementLevel
 
-from gpu_fabric.kube.device_plugins import efa_device_plugin_daemonset, gpustack_device_manager_daemonsets
+from gpu_fabric.kube.device_plugins import efa_device_plugin_daemonset
 from gpu_fabric.kube.topology_agent import DIGEST_ANNOTATION, agent_name, agent_modules, topology_agent_for_pool
 from gpu_fabric.kube.coverage import daemonset_schedules_on
-from gpu_fabric.kube.host_access import host_access_findings, kubelet_access, topology_agent_excess
-from gpu_fabric.policies import kubelet_host_access
+from gpu_fabric.kube.host_access import host_access_findings, topology_agent_excess
 from gpu_fabric.program.render import render_stack
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.validation.configuration import load_config
 from gpu_fabric.config.topology import KubeletTopology
 from gpu_fabric.kube.topology import kubelet_config_dropin_yaml
-from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, k8s, rendered
+
+from support.policy_helpers import k8s, rendered
 from support.stack_configs import PROJECT_DIR, as_args, seed_values, stack_values
+
 
 A10G = "gpustack--nvidia-a10g-linux-amd64"
 
@@ -43,9 +41,6 @@ def seed() -> dict[str, dict]:
     result = render_stack("seed-rdma", PROJECT_DIR)
     return {m["kind"]: m for m in result.kubernetes_objects()
             if (m["metadata"].get("annotations") or {}).get("gpu-fabric.io/component") == "kubelet-topology-agent"}
-
-
-# -- the seed stack ---------------------------------------------------------------------------------
 
 
 def test_seed_renders_the_agent_on_exactly_the_pools_nodes(seed: dict[str, dict]) -> None:
@@ -93,15 +88,6 @@ def test_seed_agent_has_exactly_the_host_access_a_restart_needs(seed: dict[str, 
     assert env["LEASE_NAME"] == seed["Lease"]["metadata"]["name"]
 
 
-def test_the_pack_recognises_the_seed_agent(seed: dict[str, dict]) -> None:
-    assert_metadata(kubelet_host_access, EnforcementLevel.MANDATORY)
-    assert_no_violations(kubelet_host_access, rendered("seed-rdma"))
-    assert_no_violations(kubelet_host_access, rendered("aws-efa"))
-
-
-# -- settings changes roll the DaemonSet ------------------------------------------------------------
-
-
 def with_topology(topology: dict | None) -> dict:
     values = seed_values()
     values["pools"][0]["topologyAgent"] = True
@@ -130,9 +116,6 @@ def test_equal_settings_render_identically() -> None:
 def test_long_pool_names_still_make_valid_label_values() -> None:
     name = agent_name("gpustack--nvidia-rtx-pro-6000-blackwell-server-edition-linux-amd64")
     assert len(name) <= 63 and name != agent_name("gpustack--nvidia-rtx-pro-6000-blackwell-server-edition-linux-arm64")
-
-
-# -- bad input --------------------------------------------------------------------------------------
 
 
 def problems(values: dict) -> dict[str, str]:
@@ -228,44 +211,6 @@ def test_taints_of_the_pool_are_tolerated() -> None:
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
 
-# -- the kubelet-host-access policy -----------------------------------------------------------------
-
-
-def agent_daemonset() -> dict:
-    return copy.deepcopy(objects(with_topology(None))["DaemonSet"])
-
-
-@pytest.mark.parametrize(("widen", "fragment"), [
-    (lambda pod: pod.update(hostNetwork=True), "hostNetwork: true"),
-    (lambda pod: pod["containers"][0]["securityContext"].update(privileged=True), "privileged"),
-    (lambda pod: pod["containers"][0]["securityContext"]["capabilities"].update(add=["SYS_ADMIN"]), "adds capabilities"),
-    (lambda pod: pod["volumes"].append({"name": "root", "hostPath": {"path": "/"}}), "hostPath /"),
-])
-def test_a_widened_agent_is_refused(widen, fragment: str) -> None:
-    daemonset = agent_daemonset()
-    widen(daemonset["spec"]["template"]["spec"])
-    assert_violation(kubelet_host_access, [k8s(daemonset)], fragment)
-
-
-@pytest.mark.parametrize("pod_change", [
-    lambda pod: pod.update(hostPID=True),
-    lambda pod: pod.setdefault("volumes", []).append({"name": "k", "hostPath": {"path": "/etc/kubernetes/kubelet.conf.d"}}),
-    lambda pod: pod.setdefault("volumes", []).append({"name": "v", "hostPath": {"path": "/var"}}),
-    lambda pod: pod.setdefault("volumes", []).append({"name": "s", "hostPath": {"path": "/run/systemd/private"}}),
-])
-def test_any_other_workload_reaching_the_kubelet_is_refused(pod_change) -> None:
-    daemonset = efa_device_plugin_daemonset()
-    pod_change(daemonset["spec"]["template"]["spec"])
-    assert_violation(kubelet_host_access, [k8s(daemonset)], "only gpu-fabric's kubelet topology agent is expected to")
-
-
-def test_device_plugins_sharing_the_kubelets_plugin_sockets_pass() -> None:
-    plugins = [efa_device_plugin_daemonset(), *gpustack_device_manager_daemonsets(manufacturers=["nvidia", "amd"])]
-    assert_no_violations(kubelet_host_access, [k8s(d) for d in plugins])
-    for plugin in plugins:
-        assert kubelet_access(plugin["spec"]["template"]["spec"]) == []
-
-
 def test_an_agent_annotation_on_a_foreign_workload_does_not_buy_more_access() -> None:
     daemonset = efa_device_plugin_daemonset()
     daemonset["metadata"]["annotations"]["gpu-fabric.io/component"] = "kubelet-topology-agent"
@@ -276,37 +221,6 @@ def test_an_agent_annotation_on_a_foreign_workload_does_not_buy_more_access() ->
     # its /dev mount are outside the agent's allowance.
     assert any("hostNetwork: true" in message for message in messages)
     assert any("hostPath /dev/infiniband" in message for message in messages)
-
-
-# -- fabric-pool-topology-delivered -----------------------------------------------------------------
-
-
-def stack_of(values: dict) -> list:
-    from gpu_fabric.policies.resource_view import Resource
-    from gpu_fabric.resources.fabric import GpuFabric
-
-    result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
-    return [Resource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
-
-
-def test_a_topology_that_reaches_no_node_is_said_so() -> None:
-    from gpu_fabric.policies import fabric_pool_topology_delivered
-
-    assert_metadata(fabric_pool_topology_delivered, EnforcementLevel.ADVISORY)
-    values = seed_values()
-    values["pools"][0].pop("topologyAgent")
-    assert_violation(fabric_pool_topology_delivered, stack_of(values), f"pool {A10G}: its kubelet topology reaches no node")
-    assert_no_violations(fabric_pool_topology_delivered, rendered("seed-rdma"))
-    assert_no_violations(fabric_pool_topology_delivered, rendered("aws-efa"))
-
-
-def test_a_hand_composed_agent_counts_as_delivery() -> None:
-    from gpu_fabric.policies import fabric_pool_topology_delivered
-
-    values = seed_values()
-    values["pools"][0].pop("topologyAgent")
-    agent = k8s(objects(with_topology(None))["DaemonSet"])
-    assert_no_violations(fabric_pool_topology_delivered, [*stack_of(values), agent])
 
 
 def test_the_component_outputs_name_its_daemonset() -> None:

@@ -1,0 +1,71 @@
+"""The ``fabric-pool-topology-delivered`` policy: a fabric pool's kubelet topology reaches its nodes, through the topology agent or a component that delivers it."""
+
+from __future__ import annotations
+
+import pytest
+from pulumi_policy import EnforcementLevel
+
+from gpu_fabric.program.render import render_stack
+
+from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, k8s, rendered
+from support.stack_configs import PROJECT_DIR, as_args, seed_values
+
+
+A10G = "gpustack--nvidia-a10g-linux-amd64"
+
+
+def objects(values: dict) -> dict[str, dict]:
+    """The agent's Kubernetes objects of a rendered configuration, by kind."""
+    from gpu_fabric.resources.fabric import GpuFabric
+
+    result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
+    found = {}
+    for manifest in result.kubernetes_objects():
+        annotations = manifest["metadata"].get("annotations") or {}
+        if annotations.get("gpu-fabric.io/component") == "kubelet-topology-agent":
+            assert manifest["kind"] not in found
+            found[manifest["kind"]] = manifest
+    return found
+
+
+@pytest.fixture(scope="module")
+def seed() -> dict[str, dict]:
+    result = render_stack("seed-rdma", PROJECT_DIR)
+    return {m["kind"]: m for m in result.kubernetes_objects()
+            if (m["metadata"].get("annotations") or {}).get("gpu-fabric.io/component") == "kubelet-topology-agent"}
+
+
+def with_topology(topology: dict | None) -> dict:
+    values = seed_values()
+    values["pools"][0]["topologyAgent"] = True
+    if topology is not None:
+        values["pools"][0]["topology"] = topology
+    return values
+
+
+def stack_of(values: dict) -> list:
+    from gpu_fabric.policies.resource_view import Resource
+    from gpu_fabric.resources.fabric import GpuFabric
+
+    result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
+    return [Resource(r.type, r.name, r.urn, r.inputs, r.parent) for r in result.resources]
+
+
+def test_a_topology_that_reaches_no_node_is_said_so() -> None:
+    from gpu_fabric.policies import fabric_pool_topology_delivered
+
+    assert_metadata(fabric_pool_topology_delivered, EnforcementLevel.ADVISORY)
+    values = seed_values()
+    values["pools"][0].pop("topologyAgent")
+    assert_violation(fabric_pool_topology_delivered, stack_of(values), f"pool {A10G}: its kubelet topology reaches no node")
+    assert_no_violations(fabric_pool_topology_delivered, rendered("seed-rdma"))
+    assert_no_violations(fabric_pool_topology_delivered, rendered("aws-efa"))
+
+
+def test_a_hand_composed_agent_counts_as_delivery() -> None:
+    from gpu_fabric.policies import fabric_pool_topology_delivered
+
+    values = seed_values()
+    values["pools"][0].pop("topologyAgent")
+    agent = k8s(objects(with_topology(None))["DaemonSet"])
+    assert_no_violations(fabric_pool_topology_delivered, [*stack_of(values), agent])
