@@ -45,3 +45,19 @@ def test_cli_help_output_through_the_module() -> None:
     assert done.returncode == 0 and "usage: gpu-fabric" in done.stdout
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert _heavy(imported, ("pydantic", "pulumi")) == []
+
+
+def test_rendering_a_stack_without_aws_resources_does_not_load_pulumi_aws_ec2(tmp_path: Path) -> None:
+    code = ("import contextlib, io\nfrom gpu_fabric.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['render', '--stack', 'seed-rdma', '--out', {str(tmp_path / 'out')!r}]) == 0\n")
+    modules = _modules_after(code)
+    assert "pulumi_kubernetes" in modules  # it did render
+    assert [m for m in modules if m == "pulumi_aws.ec2" or m.startswith("pulumi_aws.ec2.")] == []
+
+
+def test_rendering_an_aws_stack_loads_the_aws_components(tmp_path: Path) -> None:
+    code = ("import contextlib, io\nfrom gpu_fabric.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['render', '--stack', 'aws-efa', '--out', {str(tmp_path / 'out')!r}]) == 0\n")
+    assert {"pulumi_aws.ec2", "gpu_fabric.resources.efa_node_group"} <= _modules_after(code)
