@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -60,6 +61,10 @@ class _StrictLoader(_StrictConstruction, yaml.SafeLoader):
 # manifests spends most of its time parsing); the constructor, resolver and every check stay Python.
 # A document it cannot take is read again by the pure-Python loader, so every refusal (and its wording)
 # is that loader's. Without libyaml, the pure-Python loader is all there is.
+# The two parsers differ on text PyYAML refuses and libyaml takes: a tab inside a plain scalar, a byte
+# order mark past the start. libyaml reads only ASCII text without tabs or control characters, where
+# (fuzzed against each other, tests/test_stack_file.py) they decide alike.
+_NOT_FOR_LIBYAML = re.compile(r"[^\n\r\x20-\x7e]")
 _FastStrictLoader: type | None = None
 if getattr(yaml, "__with_libyaml__", False):
     class _CStrictLoader(_StrictConstruction, yaml.CSafeLoader):  # type: ignore[misc]
@@ -126,7 +131,7 @@ def parse_yaml_documents(text: str, *, max_nodes: int = MAX_EXPANDED_NODES,
 
     ``finite_only=False`` keeps ``.inf``/``.nan`` (a linter reports them as findings of the object).
     """
-    if _FastStrictLoader is not None:
+    if _FastStrictLoader is not None and not _NOT_FOR_LIBYAML.search(text):
         try:
             documents = _load_documents(_FastStrictLoader, text, max_nodes)
         except (_LoadProblem, yaml.YAMLError):
