@@ -83,3 +83,70 @@ def test_devices_and_oversized_input_are_refused_without_reading_them_whole(tmp_
     with pytest.raises(ValueError, match="larger than"):
         read_input(big, limit=50)
     assert read_input(big, limit=500) == b"a: 1\n" * 100
+
+
+# -- libyaml's parser under the same strict construction (issue 27) -----------------------------------
+
+import pathlib  # noqa: E402
+
+import yaml  # noqa: E402
+
+from gpu_fabric.config import stack_file  # noqa: E402
+
+PROJECT = pathlib.Path(__file__).resolve().parent.parent
+BAD_YAML = [
+    "a: 1\na: 2\n", "a:\n  b: [1, 2\n", "{1: x}\n", "when: 2024-01-01\n", "x: !!binary aGk=\n", "x: !!set {a}\n",
+    "a: &a [*a]\n", "x: .nan\n", "- &a [x, x, x, x, x, x, x, x, x, x]\n- &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    "- &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n- [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n",
+    "a: b: c\n", "\tx: 1\n", "x: \"unterminated\n", "--- 1\n--- {a: 1, a: 2}\n", "x: !python/object:os.system {}\n",
+    "%YAML 2.0\n--- x\n", "x: \x07\n", "[a, b]]\n", "? [a]\n: b\n",
+]
+
+
+def _outcome(text: str, **options):
+    try:
+        return ("ok", stack_file.parse_yaml_documents(text, **options))
+    except ValueError as error:
+        return ("refused", str(error))
+
+
+def test_libyaml_parser_is_used_when_installed():
+    assert (stack_file._FastStrictLoader is not None) == bool(getattr(yaml, "__with_libyaml__", False))
+
+
+@pytest.mark.parametrize("text", BAD_YAML)
+@pytest.mark.parametrize("options", [{}, {"finite_only": False, "max_nodes": 500}])
+def test_libyaml_and_pure_python_loaders_decide_alike(monkeypatch, text, options):
+    fast = _outcome(text, **options)
+    monkeypatch.setattr(stack_file, "_FastStrictLoader", None)  # as without libyaml
+    assert fast == _outcome(text, **options)
+
+
+def test_libyaml_and_pure_python_loaders_read_every_project_file_alike(monkeypatch):
+    paths = sorted(p for folder in ("stacks", "examples", "tests/fixtures", "policy", "provider")
+                   for p in (PROJECT / folder).rglob("*.y*ml"))
+    assert paths
+    fast = [_outcome(p.read_text(encoding="utf-8"), finite_only=False) for p in paths]
+    monkeypatch.setattr(stack_file, "_FastStrictLoader", None)
+    assert fast == [_outcome(p.read_text(encoding="utf-8"), finite_only=False) for p in paths]
+
+
+def test_libyaml_and_pure_python_loaders_decide_alike_on_mutated_manifests(monkeypatch):
+    # libyaml takes a tab inside a plain scalar and a byte order mark mid-stream, which PyYAML refuses:
+    # such text goes to the pure-Python loader alone. Mutations of real files find any other difference.
+    import random
+
+    texts = [p.read_text(encoding="utf-8") for p in sorted((PROJECT / "stacks").glob("*.yaml"))]
+    pieces = list(":-[]{}&*!|>'\"#?,\t\n %@`\\") + ["<<", "---", "...", "\r", "\r\n", "\ufeff", "\x85", "\u2028", "~",
+                                                   "!!str ", "&x ", "*x", "? ", "<<: *x\n", ".nan", "0o7"]
+    rng = random.Random(27)
+    cases = []
+    for _ in range(1500):
+        text = rng.choice(texts)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(text) + 1)
+            text = (text[:at] + rng.choice(pieces) + text[at:]) if rng.random() < 0.6 else text[:at] + text[at + rng.randint(1, 4):]
+        cases.append(text)
+    fast = [_outcome(text, finite_only=False, max_nodes=2000) for text in cases]
+    monkeypatch.setattr(stack_file, "_FastStrictLoader", None)
+    assert fast == [_outcome(text, finite_only=False, max_nodes=2000) for text in cases]

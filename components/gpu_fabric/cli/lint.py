@@ -10,17 +10,23 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_command
-from gpu_fabric.gpustack.schema import is_namespaced
+from gpu_fabric.config.constants import DEFAULT_GPUSTACK_OPERATOR
 from gpu_fabric.config.shapes import mapping_at
-from gpu_fabric.gpustack.profiles import DEFAULT_GPUSTACK_OPERATOR, UnknownOperatorVersion, known_versions, profile_for
-from gpu_fabric.gpustack.admission_pipeline import TransferReport, analyze, is_gpustack_object
+
+if TYPE_CHECKING:
+    from gpu_fabric.gpustack.admission_pipeline import TransferReport
+
+# The schema, the admission pipeline and the profiles are imported where they are used: ``gpu-fabric
+# --help`` registers this command and must stay light (no pydantic; tests/test_startup_imports.py).
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``lint`` sub-command."""
+    from gpu_fabric.gpustack.profiles import known_versions
+
     parser = add_command(
         subparsers, "lint", summary="validate GPUStack objects against the operator's schema and decide them as its admission does",
         description=__doc__, examples=["gpu-fabric lint manifests/*.yaml", "gpu-fabric lint --quiet out/seed-rdma/k8s/team-a/*.yaml"])
@@ -120,6 +126,9 @@ def read_manifests(paths: list[Path]) -> list[tuple[dict[str, Any], str]]:
 
 def run(args: argparse.Namespace) -> int:
     """Print findings and grants; exit 1 when the operator would refuse anything, 2 for unreadable input."""
+    from gpu_fabric.gpustack.admission_pipeline import analyze, is_gpustack_object
+    from gpu_fabric.gpustack.profiles import UnknownOperatorVersion, profile_for
+
     try:
         operator = getattr(args, "operator", None)
         if operator is None and getattr(args, "stack", None):
@@ -158,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _object_ref(manifest: dict[str, Any]) -> str:
+    from gpu_fabric.gpustack.schema import is_namespaced
+
     meta = mapping_at(manifest, "metadata")
     namespace, name = meta.get("namespace"), meta.get("name", "")
     if not namespace and is_namespaced(str(manifest.get("kind", ""))):

@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpu_fabric.cli.conventions import EXIT_OK, EXIT_USAGE, add_command
 
 MANIFEST_DIR = "k8s"
@@ -101,6 +99,8 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
 
 def manifest_text(manifest: dict[str, Any]) -> str:
     """YAML of one manifest: ``apiVersion``, ``kind``, ``metadata``, ``spec`` first, then sorted keys."""
+    import yaml  # here, not at module level: ``gpu-fabric --help`` registers this command
+
     head = ("apiVersion", "kind", "metadata", "spec")
     ordered = {key: manifest[key] for key in head if key in manifest}
     ordered.update({key: manifest[key] for key in sorted(manifest) if key not in head})

@@ -59,3 +59,8 @@ depends on the operator build, and it is Available only while the worker runs.""
 API_VERSIONS = (SERVED_CRD_VERSION, AGGREGATED_VERSION)
 DEFAULT_API_VERSION: Final = SERVED_CRD_VERSION
 """What gpu-fabric writes unless a stack chooses otherwise (docs/gpustack-api-version.md says why)."""
+DEFAULT_GPUSTACK_OPERATOR = "0.10.0"
+"""The operator release a stack assumes unless it says otherwise: the 0.10 line, the newest release whose
+API the seed walkthrough's YAML matches (``engine.image``, ``roles[].instanceType``). Which versions
+are known, and what each means, is :mod:`gpu_fabric.gpustack.profiles`; docs/gpustack-api-version.md.
+It lives here, not beside the configuration model, so that the CLI's help and the profiles need no pydantic."""

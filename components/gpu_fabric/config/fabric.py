@@ -12,17 +12,13 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import AfterValidator, Field
 
-from gpu_fabric.config.constants import DEFAULT_API_VERSION
+from gpu_fabric.config.constants import DEFAULT_API_VERSION, DEFAULT_GPUSTACK_OPERATOR
 from gpu_fabric.config.base import SpecModel
 from gpu_fabric.config.cluster import DevicePluginSettings, KubernetesTarget
 from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec, ModelDeploymentSpec
 from gpu_fabric.config.pool import PoolSpec, check_namespace
 
 CONFIG_NAMESPACE = "gpu-fabric"
-DEFAULT_GPUSTACK_OPERATOR = "0.10.0"
-"""The operator release a stack assumes unless it says otherwise: the 0.10 line, the newest release whose
-API the seed walkthrough's YAML matches (``engine.image``, ``roles[].instanceType``). Which versions
-are known, and what each means, is :mod:`gpu_fabric.gpustack.profiles`; docs/gpustack-api-version.md."""
 # Every pool gets a LocalQueue in every tenant namespace: sane bounds keep a typo (a generated list
 # gone wrong) from planning hundreds of thousands of objects.
 MAX_NAMESPACES = 1000

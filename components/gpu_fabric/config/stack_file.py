@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -33,8 +34,8 @@ class StackFileError(ValueError):
         super().__init__(f"{self.path}: " + "; ".join(self.problems))
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses repeated and non-string mapping keys, with their line."""
+class _StrictConstruction(yaml.constructor.SafeConstructor):
+    """Refuses repeated and non-string mapping keys, with their line; mixed into a safe loader."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -50,6 +51,26 @@ class _StrictLoader(yaml.SafeLoader):
                                    f"(first on line {seen[key]}); YAML would silently keep only the last")
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
+
+
+class _StrictLoader(_StrictConstruction, yaml.SafeLoader):
+    """PyYAML's pure-Python ``SafeLoader``, strict: its messages are the ones users see."""
+
+
+# libyaml's parser is several times faster than PyYAML's pure-Python one (``gpu-fabric lint`` over many
+# manifests spends most of its time parsing); the constructor, resolver and every check stay Python.
+# A document it cannot take is read again by the pure-Python loader, so every refusal (and its wording)
+# is that loader's. Without libyaml, the pure-Python loader is all there is.
+# The two parsers differ on text PyYAML refuses and libyaml takes: a tab inside a plain scalar, a byte
+# order mark past the start. libyaml reads only ASCII text without tabs or control characters, where
+# (fuzzed against each other, tests/test_stack_file.py) they decide alike.
+_NOT_FOR_LIBYAML = re.compile(r"[^\n\r\x20-\x7e]")
+_FastStrictLoader: type | None = None
+if getattr(yaml, "__with_libyaml__", False):
+    class _CStrictLoader(_StrictConstruction, yaml.CSafeLoader):  # type: ignore[misc]
+        """``CSafeLoader`` (libyaml's parser) with the same strict construction."""
+
+    _FastStrictLoader = _CStrictLoader
 
 
 class _LoadProblem(Exception):
@@ -110,7 +131,29 @@ def parse_yaml_documents(text: str, *, max_nodes: int = MAX_EXPANDED_NODES,
 
     ``finite_only=False`` keeps ``.inf``/``.nan`` (a linter reports them as findings of the object).
     """
-    loader = _StrictLoader(text)
+    if _FastStrictLoader is not None and not _NOT_FOR_LIBYAML.search(text):
+        try:
+            documents = _load_documents(_FastStrictLoader, text, max_nodes)
+        except (_LoadProblem, yaml.YAMLError):
+            pass  # refused: the pure-Python loader below says why, in its own words
+        else:
+            return _json_only(documents, finite_only)
+    try:
+        documents = _load_documents(_StrictLoader, text, max_nodes)
+    except _LoadProblem as problem:
+        raise ValueError(str(problem)) from None
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ValueError(f"not valid YAML: {where}{error.problem or error}") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"not valid YAML: {error}") from None
+    return _json_only(documents, finite_only)
+
+
+def _load_documents(loader_class: Any, text: str, max_nodes: int) -> list[tuple[int, Any]]:
+    """``(first line, document)`` for every document, each refused past ``max_nodes`` expanded values."""
+    loader = loader_class(text)
     documents = []
     try:
         while loader.check_node():
@@ -120,16 +163,12 @@ def parse_yaml_documents(text: str, *, max_nodes: int = MAX_EXPANDED_NODES,
             if _expanded_size(node, {}, max_nodes) > max_nodes:
                 raise _LoadProblem(f"YAML aliases expand to more than {max_nodes} values (an alias bomb?)")
             documents.append((node.start_mark.line + 1, loader.construct_document(node)))
-    except _LoadProblem as problem:
-        raise ValueError(str(problem)) from None
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ValueError(f"not valid YAML: {where}{error.problem or error}") from None
-    except yaml.YAMLError as error:
-        raise ValueError(f"not valid YAML: {error}") from None
     finally:
         loader.dispose()
+    return documents
+
+
+def _json_only(documents: list[tuple[int, Any]], finite_only: bool) -> list[tuple[int, Any]]:
     problems = [problem for _, document in documents for problem in _non_json_values(document, [], finite_only)]
     if problems:
         raise ValueError("; ".join(problems))

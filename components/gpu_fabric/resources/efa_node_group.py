@@ -25,6 +25,7 @@ from gpu_fabric.aws.node_group import (
 from gpu_fabric.aws.user_data import to_base64, user_data_for_ami
 from gpu_fabric.aws.catalog.types import InstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface
+from gpu_fabric.resources.aws_deferrable import AWS_NODES_DEFERRABLE
 from gpu_fabric.resources.args import AwsNodesArgs, KubeletTopologyArgs, Required, ScalingArgs
 from gpu_fabric.resources.efa_network import refuse_domain_placement, register_efa_network
 from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
@@ -40,11 +41,7 @@ TYPE_TOKEN = "gpu-fabric:index:EfaNodeGroup"
 _COMPONENT_KEYS = {"topology": "topology", "pool_labels": "pool_labels", "poolLabels": "pool_labels",
                    "efa_security_group_id": "efa_security_group_id", "efaSecurityGroupId": "efa_security_group_id"}
 
-DEFERRABLE: tuple[tuple[Any, ...], ...] = (
-    ("cluster_name",), ("vpc_id",), ("availability_zone",), ("subnet_id",), ("node_role_arn",),
-    ("capacity_reservation_id",), ("security_group_ids", ANY), ("root_volume", "kms_key_id"),
-    ("placement_group", "name"), ("release_version",), ("kubernetes_version",), ("efa_security_group_id",),
-)
+DEFERRABLE: tuple[tuple[Any, ...], ...] = AWS_NODES_DEFERRABLE
 """Argument paths that may be ``Output``s (values other resources produce)."""
 
 PLAIN_REASONS = {

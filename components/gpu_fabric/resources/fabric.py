@@ -1,6 +1,6 @@
 """``GpuFabric``: the whole fabric from one validated configuration -- the one stack."""
 
-from typing import Any, Mapping, Optional, Sequence, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, TypedDict, cast
 
 import pulumi
 
@@ -11,7 +11,8 @@ from gpu_fabric.aws.catalog.types import InstanceCatalog
 from gpu_fabric.plan.efa_domains.from_config import domains_from_config
 from gpu_fabric.plan.efa_domains.naming import domain_component_name, shares_security_group
 from gpu_fabric.plan.fabric_plan import device_manager_args, efa_plugin_args, topology_agent_args
-from gpu_fabric.resources import efa_node_group, kv_cache, model_deployment
+from gpu_fabric.resources import kv_cache, model_deployment
+from gpu_fabric.resources.aws_deferrable import AWS_NODES_DEFERRABLE
 from gpu_fabric.resources.args import DeploymentArgs, KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs, PoolArgs, Required
 from gpu_fabric.resources.device_plugins import (
     EfaDevicePlugin,
@@ -19,9 +20,6 @@ from gpu_fabric.resources.device_plugins import (
     GpuStackDeviceManager,
     GpuStackDeviceManagerArgs,
 )
-from gpu_fabric.resources.efa_domain import EfaDomain
-from gpu_fabric.resources.efa_node_group import EfaNodeGroup, EfaNodeGroupArgs
-from gpu_fabric.resources.karpenter_pool import KarpenterEfaPool, KarpenterEfaPoolArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs
 from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent, KubeletTopologyAgentArgs
 from gpu_fabric.resources.kubernetes_objects import child_options, qualified_name
@@ -34,6 +32,14 @@ from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.validation.configuration import load_config
 from gpu_fabric.config.taints import eks_effect
+
+if TYPE_CHECKING:
+    from gpu_fabric.resources.efa_domain import EfaDomain
+    from gpu_fabric.resources.efa_node_group import EfaNodeGroup
+    from gpu_fabric.resources.karpenter_pool import KarpenterEfaPool
+
+# The AWS components (and so pulumi_aws.ec2, some 350 modules) are imported only when a pool has AWS
+# nodes: a stack without one renders without them (tests/test_startup_imports.py).
 
 
 class TolerationArgs(TypedDict, total=False):
@@ -150,7 +156,7 @@ class GpuFabricArgs(TypedDict, total=False):
 
 
 DEFERRABLE = (
-    *(("pools", ANY, "aws", *path) for path in efa_node_group.DEFERRABLE),
+    *(("pools", ANY, "aws", *path) for path in AWS_NODES_DEFERRABLE),
     *(("kv_cache_backends", *path[2:]) for path in kv_cache.DEFERRABLE),
     *(("model_deployments", ANY, *path[1:]) for path in model_deployment.DEFERRABLE),
 )
@@ -223,6 +229,9 @@ class GpuFabric(pulumi.ComponentResource):
         """Pool name -> its Karpenter EC2NodeClass and NodePool (``aws.provisioner: karpenter``)."""
         for pool in config.pools:
             if pool.aws is not None:
+                from gpu_fabric.resources.efa_node_group import EfaNodeGroup, EfaNodeGroupArgs
+                from gpu_fabric.resources.karpenter_pool import KarpenterEfaPool, KarpenterEfaPoolArgs
+
                 node_group_args = {
                     **pool.aws.model_dump(exclude_none=True),
                     # The pool's taints are the nodes' taints: the node group must set them.
@@ -314,12 +323,14 @@ class GpuFabric(pulumi.ComponentResource):
             qualified_name(namespace, component.deployment) for (namespace, _), component in self.model_deployments.items()))
         register_declared_outputs(self, registered_inputs)
 
-    def _efa_domains(self, name: str, config: FabricConfig, restore: Any) -> dict[str, EfaDomain]:
+    def _efa_domains(self, name: str, config: FabricConfig, restore: Any) -> "dict[str, EfaDomain]":
         """One ``EfaDomain`` (shared security group, optional placement group) per EFA domain of 2+ node groups."""
         by_pool: dict[str, EfaDomain] = {}
         for domain in domains_from_config(config, name).domains:
             if not shares_security_group(domain):
                 continue
+            from gpu_fabric.resources.efa_domain import EfaDomain
+
             specs = [aws for aws in (config.pool(p.name).aws for p in domain.node_group_pools) if aws is not None]  # type: ignore[union-attr]
             # Tags every node group of the domain carries (the group belongs to all of them).
             common = {k: v for k, v in specs[0].tags.items() if all(s.tags.get(k) == v for s in specs)}

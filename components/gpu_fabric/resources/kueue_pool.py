@@ -6,8 +6,8 @@ import pulumi
 from pydantic import ValidationError
 
 from gpu_fabric.kube.kueue import pool_kueue_manifests
-from gpu_fabric.resources import efa_node_group
 from gpu_fabric.resources.args import PoolArgs, Required
+from gpu_fabric.resources.aws_deferrable import AWS_NODES_DEFERRABLE
 from gpu_fabric.resources.inputs import DeferredInputs, InvalidInputError
 from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
@@ -16,7 +16,7 @@ from gpu_fabric.config.pool import PoolSpec, check_namespace
 
 QUEUE_OWNERS = ("gpustack", "standalone")
 
-DEFERRABLE = tuple(("pool", "aws", *path) for path in efa_node_group.DEFERRABLE)
+DEFERRABLE = tuple(("pool", "aws", *path) for path in AWS_NODES_DEFERRABLE)
 """Only the pool's node-group values may be ``Output``s: the Kueue objects never read them, policies do."""
 
 PLAIN_REASONS = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from gpu_fabric.config.fabric import DEFAULT_GPUSTACK_OPERATOR
+from gpu_fabric.config.constants import DEFAULT_GPUSTACK_OPERATOR
 from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT
 from gpu_fabric.gpustack.profiles import main_5cfac77b, release_0_9, release_0_10, release_0_11
 from gpu_fabric.gpustack.profiles.model import FieldNote, Profile, Source

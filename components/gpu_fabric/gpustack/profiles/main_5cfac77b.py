@@ -14,7 +14,6 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from gpu_fabric.findings import Finding
-from gpu_fabric.gpustack.admission.model_deployment import engine_version_rule
 from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, OPERATOR_REPOSITORY, SCHEMA_COMMIT, SOURCE_FILES
 from gpu_fabric.gpustack.profiles.model import FieldNote, Profile, Source
 from gpu_fabric.gpustack.profiles.released import LATER_LINE_FIELDS, SHARED_HINTS
@@ -24,6 +23,10 @@ LINE = "main@" + OPERATOR_COMMIT[:8]
 
 def _engine_version(spec: Mapping[str, Any], _profile: Profile) -> list[Finding]:
     """``validateModelDeploymentEngineVersion`` at the pin: a role without an image owes ``engine.version``."""
+    # Imported here: the admission rules pull in the syntax types (pydantic), and the CLI's --help lists
+    # the profiles' versions without deciding anything.
+    from gpu_fabric.gpustack.admission.model_deployment import engine_version_rule
+
     return engine_version_rule(spec)
 
 PROFILE = Profile(

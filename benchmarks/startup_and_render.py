@@ -1,0 +1,149 @@
+"""Where users wait, each figure next to its floor and its target (issue 27), medians of 5 in one run.
+
+- ``gpu-fabric --help`` and ``--version`` against ``python -c "import pulumi"``: at most 0.5x.
+- ``gpu-fabric render --stack seed-rdma`` against the SDK floor (a process that imports pulumi,
+  pulumi_kubernetes and pulumi_aws and touches the classes the stack registers): at most 1.05x;
+  ``--stack aws-efa``: at most 1.3x.
+- ``gpu-fabric lint`` over 1,000 ModelDeployments: at most 0.7 ms per object (the marginal cost:
+  lint of 1,000 objects less lint of one, over 999).
+
+Every figure is a child process. CPU time (user + system, from ``getrusage(RUSAGE_CHILDREN)`` deltas)
+is the steadier figure on a busy machine and the one the verdicts use; wall time is printed beside it.
+
+    python benchmarks/startup_and_render.py
+    python benchmarks/startup_and_render.py --components /tmp/base/components   # another tree's code
+    python benchmarks/startup_and_render.py --runs 9
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+LINT_OBJECTS = 1000
+
+
+def measure(command: list[str], env: dict[str, str], runs: int) -> tuple[float, float]:
+    """Median CPU seconds and median wall seconds of ``runs`` runs of ``command`` (after one warm-up)."""
+    subprocess.run(command, env=env, cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cpu, wall = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        done = subprocess.run(command, env=env, cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wall.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+        if done.returncode not in (0, 1):  # lint exits 1 on findings; anything else is a broken run
+            raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr.decode()}")
+    return statistics.median(cpu), statistics.median(wall)
+
+
+def _class_path(resource_type: str) -> str | None:
+    """The SDK class a registered resource type is, as a dotted path (None for gpu-fabric's components)."""
+    package, module, kind = resource_type.split(":")
+    if package == "pulumi" and module == "providers":
+        return f"pulumi_{kind}.Provider"
+    if package == "kubernetes":
+        group, version = module.split("/")
+        known = {"core": "core", "apps": "apps", "rbac.authorization.k8s.io": "rbac", "coordination.k8s.io": "coordination"}
+        if group in known:
+            return f"pulumi_kubernetes.{known[group]}.{version}.{kind}"
+        return "pulumi_kubernetes.apiextensions." + ("CustomResourcePatch" if kind.endswith("Patch") else "CustomResource")
+    if package == "aws":
+        return f"pulumi_aws.{module.split('/')[0]}.{kind}"
+    return None
+
+
+def sdk_floor_code(resources_json: Path) -> str:
+    """A program that imports the three SDKs and touches every class the rendered stack registered."""
+    types = sorted({entry["type"] for entry in json.loads(resources_json.read_text())})
+    paths = sorted({path for path in map(_class_path, types) if path})
+    lines = ["import pulumi, pulumi_kubernetes, pulumi_aws", "import importlib", "pulumi.ComponentResource"]
+    for path in paths:
+        module, _, name = path.rpartition(".")
+        lines.append(f"getattr(importlib.import_module({module!r}), {name!r})")
+    return "\n".join(lines)
+
+
+def write_lint_file(template: str, count: int, folder: Path) -> Path:
+    """A multi-document file of ``count`` ModelDeployments made from ``template`` (one YAML document)."""
+    name_line = next(line for line in template.splitlines() if line.startswith("  name: "))
+    documents = [template.replace(name_line, f"  name: bench-{i:05d}", 1) for i in range(count)]
+    path = folder / f"deployments-{count}.yaml"
+    path.write_text("---\n".join(documents))
+    return path
+
+
+def verdict(value: float, target: float) -> str:
+    return "met" if value <= target else "NOT met"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--components", type=Path, default=PROJECT_DIR / "components",
+                        help="the source root whose gpu_fabric is measured (default: this tree's)")
+    parser.add_argument("--runs", type=int, default=5, help="runs per figure; the median is printed (default 5)")
+    args = parser.parse_args()
+
+    env = {**os.environ, "PYTHONPATH": str(args.components.resolve())}
+    python = sys.executable
+    cli = [python, "-c", "import sys; from gpu_fabric.cli import main; sys.exit(main())"]
+    console = Path(python).with_name("gpu-fabric")
+    if console.exists():  # the console script itself, as users run it
+        cli = [str(console)]
+    work = Path(tempfile.mkdtemp(prefix="bench-startup-"))
+    rows: list[tuple[str, float, float, str]] = []
+
+    def row(label: str, figure: tuple[float, float], floor: tuple[float, float], target: float | None) -> None:
+        ratio_cpu, ratio_wall = figure[0] / floor[0], figure[1] / floor[1]
+        goal = f"target <= {target:.2f}x: {verdict(ratio_cpu, target)}" if target is not None else ""
+        print(f"{label:<34} cpu {figure[0] * 1000:7.0f} ms ({ratio_cpu:4.2f}x)   wall {figure[1] * 1000:7.0f} ms "
+              f"({ratio_wall:4.2f}x)   {goal}", flush=True)
+
+    print(f"gpu_fabric from {args.components}; python {sys.version.split()[0]}; medians of {args.runs}; "
+          f"ratios against the floor above them (cpu, then wall)\n", flush=True)
+
+    import_pulumi = measure([python, "-c", "import pulumi"], env, args.runs)
+    label = 'floor: python -c "import pulumi"'
+    print(f"{label:<34} cpu {import_pulumi[0] * 1000:7.0f} ms           "
+          f"wall {import_pulumi[1] * 1000:7.0f} ms", flush=True)
+    for flag in ("--help", "--version"):
+        row(f"gpu-fabric {flag}", measure(cli + [flag], env, args.runs), import_pulumi, 0.5)
+    print()
+
+    targets = {"seed-rdma": 1.05, "aws-efa": 1.3}
+    for stack, target in targets.items():
+        out = work / stack
+        render = cli + ["render", "--stack", stack, "--out", str(out)]
+        subprocess.run(render, env=env, cwd=PROJECT_DIR, check=True, stdout=subprocess.DEVNULL)
+        floor_code = sdk_floor_code(out / "resources.json")
+        floor = measure([python, "-c", floor_code], env, args.runs)
+        print(f"{'floor: SDK for ' + stack:<34} cpu {floor[0] * 1000:7.0f} ms           wall {floor[1] * 1000:7.0f} ms",
+              flush=True)
+        row(f"gpu-fabric render --stack {stack}", measure(render, env, args.runs), floor, target)
+    print()
+
+    template = next((work / "seed-rdma" / "k8s").rglob("modeldeployment-*.yaml")).read_text()
+    one = measure(cli + ["lint", str(write_lint_file(template, 1, work))], env, args.runs)
+    many = measure(cli + ["lint", str(write_lint_file(template, LINT_OBJECTS, work))], env, args.runs)
+    per_cpu = (many[0] - one[0]) / (LINT_OBJECTS - 1) * 1000
+    per_wall = (many[1] - one[1]) / (LINT_OBJECTS - 1) * 1000
+    print(f"gpu-fabric lint, 1 object          cpu {one[0] * 1000:7.0f} ms          wall {one[1] * 1000:7.0f} ms")
+    print(f"gpu-fabric lint, {LINT_OBJECTS} objects      cpu {many[0] * 1000:7.0f} ms          wall {many[1] * 1000:7.0f} ms")
+    print(f"lint per object (marginal)         cpu {per_cpu:7.3f} ms          wall {per_wall:7.3f} ms   "
+          f"target <= 0.70 ms: {verdict(per_cpu, 0.7)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

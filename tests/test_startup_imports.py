@@ -1,0 +1,63 @@
+"""What start-up and rendering import: ``--help``/``--version`` stay free of pydantic and pulumi, and a
+stack without AWS resources renders without loading ``pulumi_aws.ec2`` (issue 27; the figures are
+``benchmarks/startup_and_render.py``'s, not asserted here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+COMPONENTS = PROJECT_DIR / "components"
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code`` (which must not print)."""
+    env = {**os.environ, "PYTHONPATH": str(COMPONENTS)}
+    probe = code + "\nimport json as _j, sys as _s\n_s.__stdout__.write('\\n' + _j.dumps(sorted(_s.modules)))\n"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=PROJECT_DIR,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _heavy(modules: set[str], roots: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in roots)
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_import_neither_pydantic_nor_pulumi(flag: str) -> None:
+    code = ("import contextlib, io\nfrom gpu_fabric.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    try:\n        main([{flag!r}])\n    except SystemExit:\n        pass\n")
+    assert _heavy(_modules_after(code), ("pydantic", "pydantic_core", "pulumi", "pulumi_aws", "pulumi_kubernetes")) == []
+
+
+def test_cli_help_output_through_the_module() -> None:
+    env = {**os.environ, "PYTHONPATH": str(COMPONENTS)}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "gpu_fabric.cli", "--help"], capture_output=True,
+                          text=True, env=env, cwd=PROJECT_DIR, timeout=120)
+    assert done.returncode == 0 and "usage: gpu-fabric" in done.stdout
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert _heavy(imported, ("pydantic", "pulumi")) == []
+
+
+def test_rendering_a_stack_without_aws_resources_does_not_load_pulumi_aws_ec2(tmp_path: Path) -> None:
+    code = ("import contextlib, io\nfrom gpu_fabric.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['render', '--stack', 'seed-rdma', '--out', {str(tmp_path / 'out')!r}]) == 0\n")
+    modules = _modules_after(code)
+    assert "pulumi_kubernetes" in modules  # it did render
+    assert [m for m in modules if m == "pulumi_aws.ec2" or m.startswith("pulumi_aws.ec2.")] == []
+
+
+def test_rendering_an_aws_stack_loads_the_aws_components(tmp_path: Path) -> None:
+    code = ("import contextlib, io\nfrom gpu_fabric.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['render', '--stack', 'aws-efa', '--out', {str(tmp_path / 'out')!r}]) == 0\n")
+    assert {"pulumi_aws.ec2", "gpu_fabric.resources.efa_node_group"} <= _modules_after(code)
