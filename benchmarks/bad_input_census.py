@@ -1,4 +1,4 @@
-"""Refusal rates over the bad-input table of ``tests/test_bad_input.py`` (issue 9's measure).
+"""Refusal rates over the bad-input table of ``tests/project/test_bad_input.py``.
 
 Renders every bad stack file of the table through the command line and prints, per category, how
 many were refused cleanly (exit 2, the path named, no traceback), refused without naming the path,

@@ -11,7 +11,7 @@ group plans at construction and again when an ``Output`` it depends on resolves)
     python benchmarks/ec2_calls.py            # every stack in stacks/
     python benchmarks/ec2_calls.py --stack aws-efa
 
-Target (issue 21): at most one DescribeInstanceTypes call per instance type and region per program,
+Target: at most one DescribeInstanceTypes call per instance type and region per program,
 and the no-credentials warning at most once (the second table: no credentials, bundled answers).
 """
 

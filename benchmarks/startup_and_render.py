@@ -1,4 +1,4 @@
-"""Where users wait, each figure next to its floor and its target (issue 27), medians of 5 in one run.
+"""Where users wait, each figure next to its floor and its target, medians of 5 in one run.
 
 - ``gpu-fabric --help`` and ``--version`` against ``python -c "import pulumi"``: at most 0.5x.
 - ``gpu-fabric render --stack seed-rdma`` against the SDK floor (a process that imports pulumi,

@@ -4,7 +4,7 @@
     python scripts/generate_configuration_docs.py --check    # exit 1 when the file is stale
 
 The text is :func:`gpu_fabric.config.reference_doc.reference_markdown` (the same schema
-``gpu-fabric schema`` prints); ``tests/test_schema.py`` fails when the committed file is stale.
+``gpu-fabric schema`` prints); ``tests/config/test_schema.py`` fails when the committed file is stale.
 """
 
 from __future__ import annotations

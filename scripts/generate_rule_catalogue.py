@@ -4,7 +4,7 @@
     python scripts/generate_rule_catalogue.py --check  # exit 1 when the committed file is stale
 
 The text is :func:`gpu_fabric.policies.catalogue.rule_catalogue_markdown` over the pack's policies;
-tests/test_rule_catalogue.py fails when the committed file differs from it.
+tests/validation/test_rule_catalogue.py fails when the committed file differs from it.
 """
 
 from __future__ import annotations

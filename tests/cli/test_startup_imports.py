@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 COMPONENTS = PROJECT_DIR / "components"
 
 
