@@ -563,6 +563,13 @@ _topologies = st.sampled_from([
 ])
 
 
+def test_a_quoted_top_level_key_is_read_and_kept():
+    # yaml.safe_dump quotes a key that reads as a YAML 1.1 word; the agent once refused the file for it.
+    text = "'no': 1\ntopologyManagerPolicy: none\n"
+    merged = kubelet_config.merge_config_text(text, {"topologyManagerPolicy": "restricted"})
+    assert merged is not None and yaml.safe_load(merged) == {"no": 1, "topologyManagerPolicy": "restricted"}
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.dictionaries(_names, _values, max_size=6), _existing_topology, _topologies, st.booleans())
 def test_merging_keeps_every_other_key_and_sets_exactly_the_topology(rest, existing, topology, as_json) -> None:

@@ -25,7 +25,8 @@ KUBELET_DEFAULTS: Dict[str, Any] = {
 }
 
 
-_TOP_LEVEL_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*:(.*)$")
+# A top-level key, plain or quoted: YAML writers quote a key that reads as a YAML 1.1 word ('no': ...).
+_TOP_LEVEL_KEY = re.compile(r"^(?P<q>['\"]?)([A-Za-z_][A-Za-z0-9_]*)(?P=q)\s*:(.*)$")
 _PLAIN_SCALAR = re.compile(r"^[A-Za-z][A-Za-z-]*$")
 _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~"}
 _UNREADABLE = object()
@@ -66,7 +67,7 @@ def _block_value(lines: List[str]) -> Any:
     """The value of one top-level ``key: ...`` block, or ``_UNREADABLE`` (which counts as different)."""
     first = _TOP_LEVEL_KEY.match(lines[0])
     assert first is not None
-    inline = first.group(2).strip()
+    inline = first.group(3).strip()
     if inline and inline[0] not in "\"'":
         inline = inline.split(" #", 1)[0].strip()
     body = [line for line in lines[1:] if line.strip() and not line.strip().startswith("#")]
@@ -94,7 +95,7 @@ def _yaml_blocks(text: str) -> Tuple[List[str], Dict[str, Tuple[int, int]]]:
             raise AgentError("the kubelet config file holds more than one YAML document; edit it by hand")
         match = _TOP_LEVEL_KEY.match(line)
         if match:
-            current = match.group(1)
+            current = match.group(2)
             if current in blocks:
                 raise AgentError(f"the kubelet config file sets {current} twice; edit it by hand")
             blocks[current] = (index, index + 1)
