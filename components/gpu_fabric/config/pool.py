@@ -25,7 +25,7 @@ ARCH_LABEL = constants.ARCH_LABEL
 DNS_LABEL = syntax.DNS_LABEL
 DNS_SUBDOMAIN = syntax.DNS_SUBDOMAIN
 # gpustack--nvidia-a10g-linux-amd64 -> (linux, amd64)
-_GPUSTACK_OS_ARCH = re.compile(r"^gpustack--.*-(?P<os>linux|windows)-(?P<arch>amd64|arm64|ppc64le|s390x)$")
+_GPUSTACK_OS_ARCH = re.compile(r"^gpustack--.*-(?P<os>linux|windows)-(?P<arch>amd64|arm64|ppc64le|s390x)\Z", re.ASCII)
 
 
 def platform_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] = ()) -> dict[str, str]:
