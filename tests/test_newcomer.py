@@ -98,3 +98,70 @@ def test_karpenter_and_node_groups_share_one_placement_rule():
     assert spec.is_karpenter
     [finding] = placement_findings(spec_placement("p", spec))
     assert finding.rule.id == "efa-node-group-placement"
+
+
+# -- Nodes that never join: the cluster security group ----------------------------------------------------
+
+CLUSTER_GROUP = "sg-0123456789abcdef0"
+
+
+def _without_groups(stack: str, cluster_group: str | None = None) -> str:
+    """The example with no security group named on any pool (``cluster_group``: given as clusterSecurityGroupId)."""
+    document = stack_document(stack)
+    for pool in document["config"]["gpu-fabric:pools"]:
+        aws = pool.get("aws")
+        if aws is None:
+            continue
+        aws.pop("securityGroupIds", None)
+        if cluster_group is not None:
+            aws["clusterSecurityGroupId"] = cluster_group
+    return dump(document)
+
+
+@pytest.mark.parametrize("stack", ["aws-efa", "karpenter-efa"])
+@pytest.mark.parametrize("command", ["render", "check"])
+def test_an_efa_pool_naming_no_cluster_security_group_is_refused(tmp_path, stack, command):
+    outcome = render_file(tmp_path, _without_groups(stack), command)
+    assert not outcome.crashed, outcome.describe()
+    assert outcome.code == 2, outcome.describe()
+    assert "pools[0]" in outcome.err and "clusterSecurityGroupId" in outcome.err, outcome.describe()
+    assert "launch-templates.html" in outcome.err, outcome.describe()
+
+
+@pytest.mark.parametrize("stack", ["aws-efa", "karpenter-efa"])
+def test_the_cluster_security_group_goes_on_every_interface(tmp_path, stack):
+    outcome = render_file(tmp_path, _without_groups(stack, cluster_group=CLUSTER_GROUP))
+    assert not outcome.crashed and outcome.code == 0, outcome.describe()
+    rendered = "\n".join(path.read_text(errors="replace") for path in (tmp_path / "out").rglob("*") if path.is_file())
+    assert CLUSTER_GROUP in rendered
+    if stack == "aws-efa":
+        import json
+
+        resources = json.loads((tmp_path / "out" / "resources.json").read_text())
+        templates = [r for r in resources if r["type"] == "aws:ec2/launchTemplate:LaunchTemplate"]
+        interfaces = [i for t in templates for i in t["inputs"]["networkInterfaces"]]
+        assert templates and interfaces
+        for interface in interfaces:
+            assert CLUSTER_GROUP in interface["securityGroups"], interface
+
+
+def test_interface_groups_put_the_cluster_group_first_once():
+    from gpu_fabric.config.node_group import AwsNodeGroupSpec, cluster_security_group_problem
+
+    aws = dict(stack_document("aws-efa")["config"]["gpu-fabric:pools"][0]["aws"])
+    aws.pop("securityGroupIds")
+    spec = AwsNodeGroupSpec.model_validate(aws)
+    assert spec.interface_security_group_ids == [] and cluster_security_group_problem(spec)
+    spec = AwsNodeGroupSpec.model_validate({**aws, "clusterSecurityGroupId": CLUSTER_GROUP,
+                                            "securityGroupIds": ["sg-0aaaaaaaaaaaaaaaa", CLUSTER_GROUP]})
+    assert spec.interface_security_group_ids == [CLUSTER_GROUP, "sg-0aaaaaaaaaaaaaaaa"]
+    assert cluster_security_group_problem(spec) is None
+
+
+def test_the_example_stacks_still_render(tmp_path):
+    from bad_input import run_cli
+    from stack_configs import PROJECT_DIR
+
+    for stack in ("aws-efa", "karpenter-efa", "seed-rdma"):
+        outcome = run_cli("render", "--project", str(PROJECT_DIR), "--stack", stack, "--out", str(tmp_path / stack))
+        assert outcome.code == 0 and not outcome.crashed, outcome.describe()

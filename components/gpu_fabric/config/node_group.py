@@ -212,8 +212,15 @@ class AwsNodeGroupSpec(SpecModel):
     """``recommended`` (default: the primary ``interface`` plus ``efa-only`` interfaces, one VPC address per node) or ``legacy`` (what eksctl and terraform-aws-eks generate: every EFA an ``efa`` interface that consumes a VPC address)."""
     efa_card_indices: list[int] | None = None
     """Network cards that carry an EFA (default: as many as the type allows)."""
+    cluster_security_group_id: syntax.SecurityGroupId | None = None
+    """The EKS cluster security group (``aws eks describe-cluster --query
+    cluster.resourcesVpcConfig.clusterSecurityGroupId``), attached to every interface beside the EFA group.
+    EKS adds it only to a launch template that names no interfaces or groups, and the EFA launch template names
+    both, so without it the nodes cannot reach the control plane and never join. Required unless
+    ``securityGroupIds`` lists it."""
     security_group_ids: list[syntax.SecurityGroupId] = Field(default_factory=list, max_length=4)
-    """Extra security groups attached to every interface (for example the cluster security group)."""
+    """Extra security groups attached to every interface (the cluster security group, when not given as
+    ``clusterSecurityGroupId``)."""
     root_volume: RootVolumeSpec = Field(default_factory=RootVolumeSpec)
     """The node's encrypted gp3 volume."""
     labels: syntax.EksLabels = Field(default_factory=dict)
@@ -316,6 +323,12 @@ class AwsNodeGroupSpec(SpecModel):
         return self
 
     @property
+    def interface_security_group_ids(self) -> list[str]:
+        """The groups every interface carries beside the EFA group: the cluster group first, then the extras."""
+        extra = [group for group in self.security_group_ids if group != self.cluster_security_group_id]
+        return [self.cluster_security_group_id, *extra] if self.cluster_security_group_id else extra
+
+    @property
     def is_karpenter(self) -> bool:
         """True when Karpenter, not an EKS managed node group, launches the nodes."""
         return self.provisioner == "karpenter"
@@ -328,6 +341,23 @@ class AwsNodeGroupSpec(SpecModel):
 
 _SNAKE = {"nodeRoleArn": "node_role_arn", "releaseVersion": "release_version", "kubernetesVersion": "kubernetes_version",
           "scaling": "scaling", "karpenter": "karpenter"}
+
+
+EKS_LAUNCH_TEMPLATE_SECURITY_GROUPS = "https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html"
+"""EKS "Customize managed nodes with launch templates", Security groups: EKS attaches the cluster security group
+only when the launch template specifies no network interfaces or security groups."""
+
+
+def cluster_security_group_problem(spec: "AwsNodeGroupSpec") -> str | None:
+    """An EFA launch template (or EC2NodeClass) names its interfaces and groups, so EKS does not add the cluster
+    security group: a stack's pool must name it, or the nodes never join the cluster."""
+    if spec.interface_security_group_ids:
+        return None
+    return ("clusterSecurityGroupId: required: the EFA launch template names every interface and its security groups, so EKS does not "
+             "add the cluster security group and the nodes could not reach the control plane (they never join); "
+             "give it here (aws eks describe-cluster --name <cluster> --query "
+             f"cluster.resourcesVpcConfig.clusterSecurityGroupId), or list it in securityGroupIds "
+             f"({EKS_LAUNCH_TEMPLATE_SECURITY_GROUPS})")
 
 
 def provisioner_problems(data: dict[str, Any]) -> list[tuple[str, str]]:

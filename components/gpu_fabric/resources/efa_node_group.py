@@ -42,7 +42,7 @@ _COMPONENT_KEYS = {"topology": "topology", "pool_labels": "pool_labels", "poolLa
 
 DEFERRABLE: tuple[tuple[Any, ...], ...] = (
     ("cluster_name",), ("vpc_id",), ("availability_zone",), ("subnet_id",), ("node_role_arn",),
-    ("capacity_reservation_id",), ("security_group_ids", ANY), ("root_volume", "kms_key_id"),
+    ("capacity_reservation_id",), ("cluster_security_group_id",), ("security_group_ids", ANY), ("root_volume", "kms_key_id"),
     ("placement_group", "name"), ("release_version",), ("kubernetes_version",), ("efa_security_group_id",),
 )
 """Argument paths that may be ``Output``s (values other resources produce)."""
@@ -248,7 +248,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
                     name,
                     single_type,
                     plan.interfaces,
-                    [group_id, *spec.security_group_ids],
+                    [group_id, *spec.interface_security_group_ids],
                     to_base64(plan.user_data),
                     placement_group_name=placement_name,
                     capacity_reservation_id=spec.capacity_reservation_id,
