@@ -73,8 +73,14 @@ class _LoadProblem(Exception):
     pass
 
 
-def _too_deep(node: yaml.Node, memo: dict[int, int], depth: int = 1) -> bool:
-    """True when ``node`` nests deeper than :data:`MAX_DEPTH` (aliases followed; recursion bounded by the limit)."""
+def _too_deep(node: yaml.Node, memo: dict[int, int], depth: int = 1, path: set[int] | None = None) -> bool:
+    """True when ``node`` nests deeper than :data:`MAX_DEPTH` (aliases followed; recursion bounded by the limit).
+
+    A node that contains itself (a recursive alias) is an alias bomb, refused as one.
+    """
+    path = set() if path is None else path
+    if id(node) in path:
+        raise _LoadProblem("a YAML alias refers to the node that contains it: it expands without end (an alias bomb?)")
     if depth > MAX_DEPTH:
         return True
     room = MAX_DEPTH - depth + 1
@@ -85,9 +91,13 @@ def _too_deep(node: yaml.Node, memo: dict[int, int], depth: int = 1) -> bool:
         children = node.value
     elif isinstance(node, yaml.MappingNode):
         children = [item for pair in node.value for item in pair]
-    for child in children:
-        if _too_deep(child, memo, depth + 1):
-            return True
+    path.add(id(node))
+    try:
+        for child in children:
+            if _too_deep(child, memo, depth + 1, path):
+                return True
+    finally:
+        path.discard(id(node))
     memo[id(node)] = min(room, memo.get(id(node), room))
     return False
 
