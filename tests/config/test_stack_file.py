@@ -93,7 +93,7 @@ import yaml  # noqa: E402
 
 from gpu_fabric.config import stack_file  # noqa: E402
 
-PROJECT = pathlib.Path(__file__).resolve().parent.parent
+PROJECT = pathlib.Path(__file__).resolve().parents[2]
 BAD_YAML = [
     "a: 1\na: 2\n", "a:\n  b: [1, 2\n", "{1: x}\n", "when: 2024-01-01\n", "x: !!binary aGk=\n", "x: !!set {a}\n",
     "a: &a [*a]\n", "x: .nan\n", "- &a [x, x, x, x, x, x, x, x, x, x]\n- &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"

@@ -84,5 +84,9 @@ def spec_placement(pool: str, spec: AwsNodeGroupSpec) -> NodeGroupPlacement:
     elif mode == "existing":
         group = spec.placement_group.name
     reserved = spec.capacity_type == "CAPACITY_BLOCK" or bool(spec.capacity_reservation_id)
+    if spec.is_karpenter:  # the same rule: the EC2NodeClass stands where the launch template does
+        return NodeGroupPlacement(node_group=f"{pool} (Karpenter NodePool)", subnet_count=1,
+                                  launch_template=f"{pool} (EC2NodeClass placementGroupSelector)",
+                                  placement_group=group, reserved=reserved, created_groups=created)
     return NodeGroupPlacement(node_group=f"{pool}-ng", subnet_count=1, launch_template=f"{pool}-lt",
                               placement_group=group, reserved=reserved, created_groups=created)

@@ -10,6 +10,8 @@ reservation or a Capacity Block (eksctl#7949, terraform-aws-eks#3661), and no
 
 from __future__ import annotations
 
+import re
+
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ModelWrapValidatorHandler, ValidationError, field_validator, model_validator
@@ -50,6 +52,18 @@ _DURATION = r"^(([0-9]+(s|m|h))+|Never)$"  # NodePool ``expireAfter`` / ``consol
 # "<family>@<something>" (karpenter.k8s.aws_ec2nodeclasses.yaml, amiSelectorTerms[].alias).
 _AMI_VERSION = r"^(latest|v[0-9]{8}|v?[0-9]+\.[0-9]+\.[0-9]+)$"
 _KARPENTER_VERSION = r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$"
+# IAM CreateRole RoleName: [\w+=,.@-]+ (ASCII), 1 to 64 characters.
+_IAM_ROLE_NAME = re.compile(r"[A-Za-z0-9_+=,.@-]{1,64}", re.ASCII)
+_MAX_GO_DURATION_NS = 2**63 - 1  # time.Duration is an int64 of nanoseconds (2562047h47m16.854775807s)
+_UNIT_NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
+
+
+def _duration_nanoseconds(text: str) -> int:
+    """Nanoseconds of a ``1h30m``-style duration (the NodePool pattern already holds)."""
+    parts = re.findall(r"([0-9]+)([smh])", text)
+    if any(len(number) > 30 for number, _ in parts):
+        return _MAX_GO_DURATION_NS + 1
+    return sum(int(number) * _UNIT_NS[unit] for number, unit in parts)
 
 MAX_NODES = 5000
 """Kubernetes' documented scalability limit, 5,000 nodes per cluster (kubernetes.io, "Considerations for
@@ -118,7 +132,7 @@ class KarpenterSpec(SpecModel):
 
     node_role: syntax.PlainText = Field(min_length=1, max_length=64)
     """Name of the IAM role the nodes run as (``EC2NodeClass.spec.role``; Karpenter creates its instance profile).
-    IAM role names are at most 64 characters."""
+    IAM role names are at most 64 characters of letters, digits and ``+=,.@_-`` (a name, not an ARN)."""
     version: Annotated[str, Field(pattern=_KARPENTER_VERSION)] | None = None
     """The Karpenter release installed in the cluster (``1.14.1``); when stated, older than 1.11 is refused."""
     static: bool = False
@@ -134,6 +148,25 @@ class KarpenterSpec(SpecModel):
     """How long an empty node waits before Karpenter removes it (``disruption.consolidateAfter``)."""
     associate_public_ip_address: bool = False
     """``EC2NodeClass.spec.associatePublicIPAddress``; EC2 refuses a public IP on an instance with more than one EFA."""
+
+    @field_validator("node_role")
+    @classmethod
+    def _role_name(cls, value: str) -> str:
+        if value.startswith("arn:"):
+            raise ValueError(f"{value!r} is an ARN; Karpenter takes the role's name (EC2NodeClass.spec.role), "
+                             f"here {value.rsplit('/', 1)[-1]!r}")
+        if not _IAM_ROLE_NAME.fullmatch(value):
+            raise ValueError(f"{value!r} is not an IAM role name (letters, digits and '+=,.@_-', no spaces; "
+                             "IAM CreateRole RoleName)")
+        return value
+
+    @field_validator("expire_after", "consolidate_after")
+    @classmethod
+    def _within_go_duration(cls, value: str) -> str:
+        if value != "Never" and _duration_nanoseconds(value) > _MAX_GO_DURATION_NS:
+            raise ValueError(f"{value!r} is longer than Go's time.Duration holds (about 2562047h); Karpenter "
+                             "cannot parse it -- write Never for no limit")
+        return value
 
     @field_validator("version")
     @classmethod
@@ -180,8 +213,15 @@ class AwsNodeGroupSpec(SpecModel):
     """``recommended`` (default: the primary ``interface`` plus ``efa-only`` interfaces, one VPC address per node) or ``legacy`` (what eksctl and terraform-aws-eks generate: every EFA an ``efa`` interface that consumes a VPC address)."""
     efa_card_indices: list[int] | None = None
     """Network cards that carry an EFA (default: as many as the type allows)."""
+    cluster_security_group_id: syntax.SecurityGroupId | None = None
+    """The EKS cluster security group (``aws eks describe-cluster --query
+    cluster.resourcesVpcConfig.clusterSecurityGroupId``), attached to every interface beside the EFA group.
+    EKS adds it only to a launch template that names no interfaces or groups, and the EFA launch template names
+    both, so without it the nodes cannot reach the control plane and never join. Required unless
+    ``securityGroupIds`` lists it."""
     security_group_ids: list[syntax.SecurityGroupId] = Field(default_factory=list, max_length=4)
-    """Extra security groups attached to every interface (for example the cluster security group)."""
+    """Extra security groups attached to every interface (the cluster security group, when not given as
+    ``clusterSecurityGroupId``)."""
     root_volume: RootVolumeSpec = Field(default_factory=RootVolumeSpec)
     """The node's encrypted gp3 volume."""
     labels: syntax.EksLabels = Field(default_factory=dict)
@@ -251,7 +291,8 @@ class AwsNodeGroupSpec(SpecModel):
     def _provisioner_fields(cls, data: Any, handler: ModelWrapValidatorHandler["AwsNodeGroupSpec"]) -> "AwsNodeGroupSpec":
         # Reported at the field that does not belong (or is missing), together with every other field error.
         problems = provisioner_problems(data) if isinstance(data, dict) else []
-        details = [InitErrorDetails(type=PydanticCustomError("provisioner", message), loc=(field,), input=data)
+        details = [InitErrorDetails(type=PydanticCustomError("provisioner", message), loc=tuple(field.split(".")),
+                                    input=data)
                    for field, message in problems]
         try:
             spec = handler(data)
@@ -283,6 +324,12 @@ class AwsNodeGroupSpec(SpecModel):
         return self
 
     @property
+    def interface_security_group_ids(self) -> list[str]:
+        """The groups every interface carries beside the EFA group: the cluster group first, then the extras."""
+        extra = [group for group in self.security_group_ids if group != self.cluster_security_group_id]
+        return [self.cluster_security_group_id, *extra] if self.cluster_security_group_id else extra
+
+    @property
     def is_karpenter(self) -> bool:
         """True when Karpenter, not an EKS managed node group, launches the nodes."""
         return self.provisioner == "karpenter"
@@ -295,6 +342,23 @@ class AwsNodeGroupSpec(SpecModel):
 
 _SNAKE = {"nodeRoleArn": "node_role_arn", "releaseVersion": "release_version", "kubernetesVersion": "kubernetes_version",
           "scaling": "scaling", "karpenter": "karpenter"}
+
+
+EKS_LAUNCH_TEMPLATE_SECURITY_GROUPS = "https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html"
+"""EKS "Customize managed nodes with launch templates", Security groups: EKS attaches the cluster security group
+only when the launch template specifies no network interfaces or security groups."""
+
+
+def cluster_security_group_problem(spec: "AwsNodeGroupSpec") -> str | None:
+    """An EFA launch template (or EC2NodeClass) names its interfaces and groups, so EKS does not add the cluster
+    security group: a stack's pool must name it, or the nodes never join the cluster."""
+    if spec.interface_security_group_ids:
+        return None
+    return ("clusterSecurityGroupId: required: the EFA launch template names every interface and its security groups, so EKS does not "
+             "add the cluster security group and the nodes could not reach the control plane (they never join); "
+             "give it here (aws eks describe-cluster --name <cluster> --query "
+             f"cluster.resourcesVpcConfig.clusterSecurityGroupId), or list it in securityGroupIds "
+             f"({EKS_LAUNCH_TEMPLATE_SECURITY_GROUPS})")
 
 
 def provisioner_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
@@ -312,6 +376,7 @@ def provisioner_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
         if not given("karpenter"):
             problems.append(("karpenter", "provisioner karpenter needs its settings, at least karpenter.nodeRole "
                                           "(the IAM role name of the nodes)"))
+        problems.extend(_karpenter_value_problems(data))
         return problems
     if provisioner != "managedNodeGroup":
         return []  # the provisioner field itself is refused
@@ -321,6 +386,43 @@ def provisioner_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
                                       "remove them"))
     problems.extend((key, "Field required for a managed node group (provisioner managedNodeGroup)")
                     for key in ("nodeRoleArn", "scaling") if not given(key))
+    return problems
+
+
+# karpenter.k8s.aws_ec2nodeclasses.yaml (v1.14.1), spec.tags x-kubernetes-validations: the EC2NodeClass is
+# refused by the API server when a tag key is one of these (or starts with 'kubernetes.io/cluster').
+KARPENTER_RESTRICTED_TAG_KEYS = ("eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim",
+                                 "karpenter.k8s.aws/ec2nodeclass")
+KARPENTER_RESTRICTED_TAG_PREFIX = "kubernetes.io/cluster"
+_AL2023_AMI_VERSION = re.compile(r"v[0-9]{8}", re.ASCII)
+_BOTTLEROCKET_AMI_VERSION = re.compile(r"v?[0-9]+\.[0-9]+\.[0-9]+", re.ASCII)
+
+
+def karpenter_tag_problems(tags: Any) -> list[str]:
+    """Tag keys the EC2NodeClass CEL rules refuse (``spec.tags``), each with the rule's message."""
+    if not isinstance(tags, dict):
+        return []
+    return [f"{key!r} is a tag Karpenter sets itself; the EC2NodeClass refuses it (CEL of "
+            f"karpenter.k8s.aws_ec2nodeclasses.yaml spec.tags: 'tag contains a restricted tag matching "
+            f"{KARPENTER_RESTRICTED_TAG_PREFIX + '/' if key.startswith(KARPENTER_RESTRICTED_TAG_PREFIX) else key}')"
+            for key in sorted(k for k in tags if isinstance(k, str))
+            if key in KARPENTER_RESTRICTED_TAG_KEYS or key.startswith(KARPENTER_RESTRICTED_TAG_PREFIX)]
+
+
+def _karpenter_value_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Values of a Karpenter pool that Karpenter refuses after the apply: restricted tags, an AMI version of
+    the other AMI family's format."""
+    problems = [("tags", problem) for problem in karpenter_tag_problems(data.get("tags"))]
+    settings = data.get("karpenter")
+    version = settings.get("amiVersion", settings.get("ami_version")) if isinstance(settings, dict) else None
+    ami_type = data.get("amiType", data.get("ami_type")) or "AL2023_x86_64_NVIDIA"
+    if isinstance(version, str) and version != "latest" and isinstance(ami_type, str):
+        if ami_type.startswith("BOTTLEROCKET") and not _BOTTLEROCKET_AMI_VERSION.fullmatch(version):
+            problems.append(("karpenter.amiVersion", f"{version!r} is not a Bottlerocket release (v1.20.3); "
+                             f"amiType {ami_type} takes the alias bottlerocket@<version>"))
+        elif not ami_type.startswith("BOTTLEROCKET") and not _AL2023_AMI_VERSION.fullmatch(version):
+            problems.append(("karpenter.amiVersion", f"{version!r} is not an AL2023 AMI release (dated, v20260801); "
+                             f"amiType {ami_type} takes the alias al2023@<version>"))
     return problems
 
 

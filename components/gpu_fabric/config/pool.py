@@ -10,7 +10,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 from gpu_fabric.config import constants
 from gpu_fabric.config import syntax
 from gpu_fabric.config.quantity import QuantityError, amount
-from gpu_fabric.config.node_group import KARPENTER_NODEPOOL_LABEL, MAX_NODES, AwsNodeGroupSpec
+from gpu_fabric.config.node_group import KARPENTER_NODEPOOL_LABEL, MAX_NODES, AwsNodeGroupSpec, cluster_security_group_problem
 from gpu_fabric.config.base import SpecModel
 from gpu_fabric.config.topology_agent import TopologyAgentSpec, topology_agent_input
 from gpu_fabric.config.taints import Taint, check_eks_taint_key
@@ -25,7 +25,7 @@ ARCH_LABEL = constants.ARCH_LABEL
 DNS_LABEL = syntax.DNS_LABEL
 DNS_SUBDOMAIN = syntax.DNS_SUBDOMAIN
 # gpustack--nvidia-a10g-linux-amd64 -> (linux, amd64)
-_GPUSTACK_OS_ARCH = re.compile(r"^gpustack--.*-(?P<os>linux|windows)-(?P<arch>amd64|arm64|ppc64le|s390x)$")
+_GPUSTACK_OS_ARCH = re.compile(r"^gpustack--.*-(?P<os>linux|windows)-(?P<arch>amd64|arm64|ppc64le|s390x)\Z", re.ASCII)
 
 
 def platform_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] = ()) -> dict[str, str]:
@@ -188,6 +188,9 @@ class PoolSpec(SpecModel):
                 raise ValueError(f"topology.{field}: {problem} (aws.amiType {self.aws.ami_type}); "
                                  "drop the option or use an AL2023 amiType")
         if self.aws is not None:
+            missing_group = cluster_security_group_problem(self.aws)
+            if missing_group:
+                raise ValueError(f"aws.{missing_group}")
             # GpuFabric hands the pool's taints to its EKS node group, which refuses what EKS refuses.
             for j, taint in enumerate(self.taints):
                 try:

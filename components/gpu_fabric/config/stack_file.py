@@ -21,8 +21,14 @@ import yaml
 
 from gpu_fabric.config.base import format_path
 
-# A stack file is a few hundred nodes; anchors that expand beyond this are an alias bomb.
+# A stack file is a few hundred nodes; anchors that add more than this many values beyond the ones
+# written out are an alias bomb. (A long file without aliases -- a ``kind: List`` that ``kubectl get
+# -o yaml`` writes -- is bounded by its size, not by this.)
 MAX_EXPANDED_NODES = 100_000
+# Deeper nesting is no stack file or manifest anyone wrote; PyYAML and every reader after it recurse.
+MAX_DEPTH = 100
+# Integers longer than this are no count, port or size (Python refuses str<->int beyond 4,300 digits).
+MAX_INTEGER_DIGITS = 100
 
 
 class StackFileError(ValueError):
@@ -52,6 +58,16 @@ class _StrictConstruction(yaml.constructor.SafeConstructor):
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        digits = sum(ch.isdigit() for ch in str(node.value))
+        if digits > MAX_INTEGER_DIGITS:
+            raise _LoadProblem(f"line {node.start_mark.line + 1}: an integer of {digits} digits "
+                               f"(at most {MAX_INTEGER_DIGITS}; quote it if you mean the text)")
+        return super().construct_yaml_int(node)
+
+
+_StrictConstruction.add_constructor("tag:yaml.org,2002:int", _StrictConstruction.construct_yaml_int)
+
 
 class _StrictLoader(_StrictConstruction, yaml.SafeLoader):
     """PyYAML's pure-Python ``SafeLoader``, strict: its messages are the ones users see."""
@@ -75,6 +91,51 @@ if getattr(yaml, "__with_libyaml__", False):
 
 class _LoadProblem(Exception):
     pass
+
+
+def _too_deep(node: yaml.Node, memo: dict[int, int], depth: int = 1, path: set[int] | None = None) -> bool:
+    """True when ``node`` nests deeper than :data:`MAX_DEPTH` (aliases followed; recursion bounded by the limit).
+
+    A node that contains itself (a recursive alias) is an alias bomb, refused as one.
+    """
+    path = set() if path is None else path
+    if id(node) in path:
+        raise _LoadProblem("a YAML alias refers to the node that contains it: it expands without end (an alias bomb?)")
+    if depth > MAX_DEPTH:
+        return True
+    room = MAX_DEPTH - depth + 1
+    if memo.get(id(node), MAX_DEPTH + 1) <= room:
+        return False  # this node (an alias's target) already fitted in no more room than this
+    children: list[yaml.Node] = []
+    if isinstance(node, yaml.SequenceNode):
+        children = node.value
+    elif isinstance(node, yaml.MappingNode):
+        children = [item for pair in node.value for item in pair]
+    path.add(id(node))
+    try:
+        for child in children:
+            if _too_deep(child, memo, depth + 1, path):
+                return True
+    finally:
+        path.discard(id(node))
+    memo[id(node)] = min(room, memo.get(id(node), room))
+    return False
+
+
+def _literal_size(node: yaml.Node) -> int:
+    """Nodes written out in the text (each anchored node once, however many aliases name it)."""
+    seen: set[int] = set()
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, yaml.SequenceNode):
+            pending.extend(current.value)
+        elif isinstance(current, yaml.MappingNode):
+            pending.extend(item for pair in current.value for item in pair)
+    return len(seen)
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
@@ -134,7 +195,7 @@ def parse_yaml_documents(text: str, *, max_nodes: int = MAX_EXPANDED_NODES,
     if _FastStrictLoader is not None and not _NOT_FOR_LIBYAML.search(text):
         try:
             documents = _load_documents(_FastStrictLoader, text, max_nodes)
-        except (_LoadProblem, yaml.YAMLError):
+        except (_LoadProblem, yaml.YAMLError, RecursionError):
             pass  # refused: the pure-Python loader below says why, in its own words
         else:
             return _json_only(documents, finite_only)
@@ -142,6 +203,13 @@ def parse_yaml_documents(text: str, *, max_nodes: int = MAX_EXPANDED_NODES,
         documents = _load_documents(_StrictLoader, text, max_nodes)
     except _LoadProblem as problem:
         raise ValueError(str(problem)) from None
+    except RecursionError:
+        raise ValueError(f"nests deeper than {MAX_DEPTH} levels") from None
+    except yaml.reader.ReaderError as error:
+        line = text.count("\n", 0, error.position) + 1
+        character = error.character if isinstance(error.character, int) else ord(error.character)
+        raise ValueError(f"not valid YAML: line {line}: character U+{character:04X} is not allowed "
+                         f"in YAML text (write it escaped in a double-quoted string, \"\\x{character:02x}\")") from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -153,16 +221,20 @@ def parse_yaml_documents(text: str, *, max_nodes: int = MAX_EXPANDED_NODES,
 
 def _load_documents(loader_class: Any, text: str, max_nodes: int) -> list[tuple[int, Any]]:
     """``(first line, document)`` for every document, each refused past ``max_nodes`` expanded values."""
-    loader = loader_class(text)
+    loader = loader_class(text)  # the pure-Python reader takes the stream at once: control characters are refused here
     documents = []
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:  # check_node() said a document follows
                 break
-            if _expanded_size(node, {}, max_nodes) > max_nodes:
+            line = node.start_mark.line + 1
+            if _too_deep(node, {}):
+                raise _LoadProblem(f"document at line {line} nests deeper than {MAX_DEPTH} levels")
+            literal = _literal_size(node)
+            if _expanded_size(node, {}, literal + max_nodes) > literal + max_nodes:
                 raise _LoadProblem(f"YAML aliases expand to more than {max_nodes} values (an alias bomb?)")
-            documents.append((node.start_mark.line + 1, loader.construct_document(node)))
+            documents.append((line, loader.construct_document(node)))
     finally:
         loader.dispose()
     return documents

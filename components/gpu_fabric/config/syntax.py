@@ -24,25 +24,25 @@ _DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
 _DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
-DNS_LABEL = re.compile(f"^{_DNS1123_LABEL_FMT}$")
-DNS_SUBDOMAIN = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-DNS1035_LABEL = re.compile(f"^{_DNS1035_LABEL_FMT}$")
-_QUALIFIED_NAME = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
-_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
+DNS_LABEL = re.compile(f"^{_DNS1123_LABEL_FMT}\\Z", re.ASCII)
+DNS_SUBDOMAIN = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}\\Z", re.ASCII)
+DNS1035_LABEL = re.compile(f"^{_DNS1035_LABEL_FMT}\\Z", re.ASCII)
+_QUALIFIED_NAME = re.compile(f"^{_QUALIFIED_NAME_FMT}\\Z", re.ASCII)
+_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}\\Z", re.ASCII)
 
 # EKS API reference: CreateNodegroup ``nodegroupName`` and CreateCluster ``name`` patterns and lengths.
-EKS_NODE_GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
-EKS_CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+EKS_NODE_GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}\Z", re.ASCII)
+EKS_CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}\Z", re.ASCII)
 # EC2 instance types: family[-variant].size, e.g. p5.48xlarge, p6e-gb200.36xlarge, u-6tb1.metal.
-INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+\Z", re.ASCII)
 # Region-qualified AZ names: us-east-1a, us-gov-west-1b, and Local Zones such as us-west-2-lax-1a.
-AVAILABILITY_ZONE = re.compile(r"^(?P<region>[a-z]{2}(-[a-z]+)+-\d+)(?P<zone>[a-z]|-[a-z0-9]+-\d+[a-z])$")
-REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+AVAILABILITY_ZONE = re.compile(r"^(?P<region>[a-z]{2}(-[a-z]+)+-\d+)(?P<zone>[a-z]|-[a-z0-9]+-\d+[a-z])\Z", re.ASCII)
+REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+\Z", re.ASCII)
 # Container image references: no whitespace or control characters (distribution/reference grammar is stricter).
-_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
+_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*\Z", re.ASCII)
 # k8s.io/apimachinery/pkg/util/validation/validation.go: envVarNameFmt / IsEnvVarName (plus
 # hasChDirPrefix: not ".", not "..", not starting with "..").
-_ENV_VAR_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_ENV_VAR_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*\Z", re.ASCII)
 
 
 def dns_label(value: str, what: str = "name") -> str:
@@ -212,7 +212,7 @@ def is_dns1123_label(value: str) -> list[str]:
     problems = []
     if len(value) > 63:
         problems.append("must be no more than 63 characters")
-    if not DNS_LABEL.match(value):
+    if not DNS_LABEL.fullmatch(value):
         problems.append(_regex_error("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
                                      "or '-', and must start and end with an alphanumeric character",
                                      _DNS1123_LABEL_FMT, "my-name", "123-abc"))
@@ -224,7 +224,7 @@ def is_dns1035_label(value: str) -> list[str]:
     problems = []
     if len(value) > 63:
         problems.append("must be no more than 63 characters")
-    if not DNS1035_LABEL.match(value):
+    if not DNS1035_LABEL.fullmatch(value):
         problems.append(_regex_error("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
                                      "start with an alphabetic character, and end with an alphanumeric character",
                                      _DNS1035_LABEL_FMT, "my-name", "abc-123"))
@@ -245,7 +245,7 @@ def is_qualified_name(value: str) -> list[str]:
         prefix = parts[0]
         if not prefix:
             problems.append("prefix part must be non-empty")
-        elif len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix):
+        elif len(prefix) > 253 or not DNS_SUBDOMAIN.fullmatch(prefix):
             problems.append("prefix part " + _regex_error(
                 "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
                 "must start and end with an alphanumeric character", _DNS1123_SUBDOMAIN_FMT, "example.com"))
@@ -254,7 +254,7 @@ def is_qualified_name(value: str) -> list[str]:
     else:
         if len(name) > 63:
             problems.append("name part must be no more than 63 characters")
-        if not _QUALIFIED_NAME.match(name):
+        if not _QUALIFIED_NAME.fullmatch(name):
             problems.append("name part " + _regex_error(
                 "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
                 "alphanumeric character", _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
@@ -266,7 +266,7 @@ def is_valid_label_value(value: str) -> list[str]:
     problems = []
     if len(value) > 63:
         problems.append("must be no more than 63 characters")
-    if not _LABEL_VALUE.match(value):
+    if not _LABEL_VALUE.fullmatch(value):
         problems.append(_regex_error("a valid label must be an empty string or consist of alphanumeric characters, "
                                      "'-', '_' or '.', and must start and end with an alphanumeric character",
                                      _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
@@ -278,7 +278,7 @@ def is_valid_label_value(value: str) -> list[str]:
 
 def pattern_validator(pattern: str, description: str) -> AfterValidator:
     """A validator that refuses a ``str`` not matching ``pattern`` (full match); the error shows ``description``."""
-    compiled = re.compile(pattern)
+    compiled = re.compile(pattern, re.ASCII)  # '\d' is 0-9, as AWS and Kubernetes mean it
 
     def check(value: str) -> str:
         if not compiled.fullmatch(value):

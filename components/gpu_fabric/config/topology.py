@@ -58,7 +58,7 @@ BOTTLEROCKET_CPU_MANAGER_POLICY_OPTIONS: frozenset[str] = frozenset(
 # ``settings.kubernetes.topology-manager-policy-options.<name>`` exists for these names.
 BOTTLEROCKET_TOPOLOGY_POLICY_OPTIONS: frozenset[str] = frozenset(TOPOLOGY_POLICY_OPTION_KINDS)
 
-_CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+_CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*\Z", re.ASCII)
 
 
 class TopologyRenderError(ValueError):

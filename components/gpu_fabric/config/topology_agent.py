@@ -17,7 +17,7 @@ DEFAULT_HOST_PATHS = ("/etc/kubernetes", "/var/lib/kubelet")
 # Pinned by tag; pin a digest of the image you validate against in production. The agent needs
 # only the Python standard library.
 DEFAULT_AGENT_IMAGE = "python:3.12-slim"
-_UNIT = re.compile(r"^[A-Za-z0-9:_.\\@-]+\.service$")
+_UNIT = re.compile(r"^[A-Za-z0-9:_.\\@-]+\.service\Z", re.ASCII)
 
 
 class TopologyAgentSpec(SpecModel):

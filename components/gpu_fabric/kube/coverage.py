@@ -196,9 +196,16 @@ def _as_int(text: str) -> int | None:
 
 def _expression_mismatch(expression: Mapping[str, Any], labels: Mapping[str, str]) -> str:
     """Return why one ``matchExpressions`` entry fails on ``labels`` ('' when it matches)."""
+    if not isinstance(expression, Mapping):
+        return f"a matchExpressions entry must be a mapping, not {type(expression).__name__}"
     key = expression.get("key", "")
     operator = expression.get("operator", "")
-    values = list(expression.get("values") or [])
+    raw_values = expression.get("values") or []
+    if not isinstance(key, str) or not isinstance(operator, str) or not isinstance(raw_values, list) \
+            or not all(isinstance(value, str) for value in raw_values):
+        # The API server refuses this shape (key and operator are strings, values a list of strings).
+        return f"malformed matchExpressions entry {expression!r:.80} (key and operator strings, values a list of strings)"
+    values = list(raw_values)
     present = key in labels
     value = labels.get(key)
     if operator == "In":
@@ -227,7 +234,11 @@ def _expression_mismatch(expression: Mapping[str, Any], labels: Mapping[str, str
 
 
 def _term_mismatch(term: Mapping[str, Any], labels: Mapping[str, str]) -> str:
+    if not isinstance(term, Mapping):
+        return f"a node selector term must be a mapping, not {type(term).__name__}"
     expressions = term.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        return f"matchExpressions must be a list, not {type(expressions).__name__}"
     if term.get("matchFields"):
         # matchFields can only name metadata.name, i.e. pin individual nodes; a pool's node
         # names are unknown before the nodes exist.

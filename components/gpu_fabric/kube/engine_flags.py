@@ -228,13 +228,15 @@ def _read_flags(words: list[tuple[str, str]], settings: EngineSettings) -> None:
 def _apply(flag: Flag, name: str, inline: str | None, words: list[tuple[str, str]], index: int, where: str,
            settings: EngineSettings) -> int | None:
     """Apply one flag row to ``name``; return how many following words it took, or ``None`` if it does not match."""
-    following = [word for word, _ in words[index:]]
-
+    # Read the following words in place: copying the rest of the command line for every flag made
+    # parsing quadratic (50,000 flags took minutes).
     def next_value() -> tuple[str | None, int]:
         if inline is not None:
             return inline, 0
-        if following and not following[0].startswith("--") and following[0] not in _SEPARATORS:
-            return following[0], 1
+        if index < len(words):
+            following = words[index][0]
+            if not following.startswith("--") and following not in _SEPARATORS:
+                return following, 1
         return None, 0
 
     if flag.form == "dotted":
@@ -281,7 +283,8 @@ def _apply(flag: Flag, name: str, inline: str | None, words: list[tuple[str, str
     values: list[str] = [inline] if inline is not None else []
     used = 0
     if inline is None:
-        for word in following:
+        for position in range(index, len(words)):
+            word = words[position][0]
             if word.startswith("-") or word in _SEPARATORS:
                 break
             values.append(word)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from gpu_fabric.config import constants
+from gpu_fabric.config.shapes import is_unknown
 from gpu_fabric.findings import Enforcement, Finding, ObjectRef, Rule, Severity
 from gpu_fabric.kube.coverage import PoolPlacement, pod_schedules_on
 from gpu_fabric.kube.engine_flags import EngineSettings, read_container
@@ -84,6 +85,18 @@ def _list(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
         raise WorkloadShapeError(path, f"must be a list, not {_kind_of(value)}")
     return value
+
+
+def _string(value: Any, path: str, *, required: bool = False) -> None:
+    if (value is None and not required) or is_unknown(value):
+        return  # an unknown waits for its value at preview
+    if not isinstance(value, str):
+        raise WorkloadShapeError(path, f"must be a string, not {_kind_of(value)}")
+
+
+def _boolean(value: Any, path: str) -> None:
+    if value is not None and not isinstance(value, bool) and not is_unknown(value):
+        raise WorkloadShapeError(path, f"must be true or false, not {_kind_of(value)} ({value!r:.40})")
 
 
 def _read_mapping(value: Any) -> Mapping[str, Any]:
@@ -152,6 +165,16 @@ def _check_pod_spec(pod_spec: Mapping[str, Any], path: str) -> None:
                 for j, item in enumerate(_list(container.get(list_key), f"{where}.{list_key}")):
                     if list_key in ("env", "envFrom", "volumeMounts"):
                         _mapping(item, f"{where}.{list_key}[{j}]")
+                    else:
+                        _string(item, f"{where}.{list_key}[{j}]")
+            for j, variable in enumerate(_list(container.get("env"), f"{where}.env")):
+                if is_unknown(variable):
+                    continue
+                _string(variable.get("name"), f"{where}.env[{j}].name")
+                if variable.get("value") is not None:
+                    _string(variable["value"], f"{where}.env[{j}].value")
+            security = _mapping(container.get("securityContext"), f"{where}.securityContext")
+            _boolean(security.get("privileged"), f"{where}.securityContext.privileged")
             resources = _mapping(container.get("resources"), f"{where}.resources")
             for section in ("requests", "limits"):
                 _mapping(resources.get(section), f"{where}.resources.{section}")
@@ -159,7 +182,10 @@ def _check_pod_spec(pod_spec: Mapping[str, Any], path: str) -> None:
         if not isinstance(value, str):
             raise WorkloadShapeError(f"{path}.nodeSelector.{key}", f"must be a string, not {_kind_of(value)}")
     for i, toleration in enumerate(_list(pod_spec.get("tolerations"), f"{path}.tolerations")):
-        _mapping(toleration, f"{path}.tolerations[{i}]")
+        toleration = _mapping(toleration, f"{path}.tolerations[{i}]")
+        for key in ("key", "operator", "value", "effect"):
+            if toleration.get(key) is not None:
+                _string(toleration[key], f"{path}.tolerations[{i}].{key}")
     affinity = _mapping(pod_spec.get("affinity"), f"{path}.affinity")
     node_affinity = _mapping(affinity.get("nodeAffinity"), f"{path}.affinity.nodeAffinity")
     required_path = f"{path}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
@@ -167,7 +193,12 @@ def _check_pod_spec(pod_spec: Mapping[str, Any], path: str) -> None:
     for i, term in enumerate(_list(required.get("nodeSelectorTerms"), f"{required_path}.nodeSelectorTerms")):
         term = _mapping(term, f"{required_path}.nodeSelectorTerms[{i}]")
         for j, expression in enumerate(_list(term.get("matchExpressions"), f"{required_path}.nodeSelectorTerms[{i}].matchExpressions")):
-            _mapping(expression, f"{required_path}.nodeSelectorTerms[{i}].matchExpressions[{j}]")
+            where = f"{required_path}.nodeSelectorTerms[{i}].matchExpressions[{j}]"
+            expression = _mapping(expression, where)
+            _string(expression.get("key"), f"{where}.key", required=True)
+            _string(expression.get("operator"), f"{where}.operator", required=True)
+            for k, value in enumerate(_list(expression.get("values"), f"{where}.values")):
+                _string(value, f"{where}.values[{k}]")
     for i, volume in enumerate(_list(pod_spec.get("volumes"), f"{path}.volumes")):
         _mapping(_mapping(volume, f"{path}.volumes[{i}]").get("hostPath"), f"{path}.volumes[{i}].hostPath")
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 PROJECT_FILE = "Pulumi.yaml"
 DEFAULT_PROJECT_NAME = "gpu-fabric"
@@ -81,10 +80,19 @@ def read_project(folder: Path | str) -> Project:
     path = folder / PROJECT_FILE
     if not path.is_file():
         return Project(folder, DEFAULT_PROJECT_NAME, DEFAULT_PROGRAM, DEFAULT_STACK_CONFIG_DIR)
+    from gpu_fabric.config.stack_file import decode_text, parse_yaml, read_input
+
     try:
-        document: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        # Read as strictly as a stack file: an alias bomb, deep nesting or a control character is
+        # refused at once, never expanded until memory runs out.
+        documents = parse_yaml(decode_text(read_input(path)))
+    except OSError as error:
+        raise ProjectError(f"{path}: cannot be read: {error.strerror or error}") from None
+    except ValueError as error:
         raise ProjectError(f"{path}: cannot be read as YAML: {' '.join(str(error).split())}") from None
+    if len(documents) > 1:
+        raise ProjectError(f"{path}: holds {len(documents)} YAML documents; a Pulumi project file is one mapping")
+    document: Any = documents[0] if documents else None
     if not isinstance(document, dict):
         raise ProjectError(f"{path}: a Pulumi project file is a mapping with at least `name:`")
     name = document.get("name")

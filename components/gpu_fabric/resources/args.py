@@ -134,8 +134,11 @@ class AwsNodesArgs(TypedDict, total=False):
     """``recommended`` (default) or ``legacy`` interface layout."""
     efa_card_indices: Sequence[int]
     """Network cards that carry an EFA (default: as many as the type allows)."""
+    cluster_security_group_id: pulumi.Input[str]
+    """The EKS cluster security group, on every interface beside the EFA group (EKS does not add it to a launch
+    template that names interfaces); required unless ``security_group_ids`` lists it."""
     security_group_ids: Sequence[pulumi.Input[str]]
-    """Extra security groups of every interface (for example the cluster security group)."""
+    """Extra security groups of every interface (the cluster security group, when not given on its own)."""
     root_volume: RootVolumeArgs
     """The encrypted gp3 volume."""
     labels: Mapping[str, str]

@@ -10,7 +10,7 @@ from gpu_fabric.resources.inputs import ANY
 
 AWS_NODES_DEFERRABLE: tuple[tuple[Any, ...], ...] = (
     ("cluster_name",), ("vpc_id",), ("availability_zone",), ("subnet_id",), ("node_role_arn",),
-    ("capacity_reservation_id",), ("security_group_ids", ANY), ("root_volume", "kms_key_id"),
+    ("capacity_reservation_id",), ("cluster_security_group_id",), ("security_group_ids", ANY), ("root_volume", "kms_key_id"),
     ("placement_group", "name"), ("release_version",), ("kubernetes_version",), ("efa_security_group_id",),
 )
 """Argument paths of an EFA node group (or Karpenter pool) that may be ``Output``s (values other resources produce)."""

@@ -245,7 +245,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
                     name,
                     single_type,
                     plan.interfaces,
-                    [group_id, *spec.security_group_ids],
+                    [group_id, *spec.interface_security_group_ids],
                     to_base64(plan.user_data),
                     placement_group_name=placement_name,
                     capacity_reservation_id=spec.capacity_reservation_id,

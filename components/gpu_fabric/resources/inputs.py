@@ -96,6 +96,7 @@ _MARKER_SHAPES = {
     "vpc_id": "vpc-{token}",
     "subnet_id": "subnet-{token}",
     "security_group_ids": "sg-{token}",
+    "cluster_security_group_id": "sg-{token}",
     "capacity_reservation_id": "cr-{token}",
     "node_role_arn": "arn:aws:iam::000000000000:role/{token}",
     "availability_zone": "zz-{token}-1a",

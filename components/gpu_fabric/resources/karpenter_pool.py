@@ -209,7 +209,7 @@ class KarpenterEfaPool(pulumi.ComponentResource):
         placement, placement_name = network.placement, network.placement_name
 
         node_class_manifest = inputs.restore(ec2_node_class(
-            plan.object_name, spec, plan.interfaces, security_group_ids=[group_id, *spec.security_group_ids],
+            plan.object_name, spec, plan.interfaces, security_group_ids=[group_id, *spec.interface_security_group_ids],
             user_data=plan.user_data, placement_group_name=placement_name))
         # Nodes must not boot before EFA traffic between them is allowed.
         node_class = register_manifest(f"{name}-nodeclass", node_class_manifest,

@@ -10,7 +10,8 @@ models, and places its findings at the configuration path. Each finding's rule n
 * ``kv-cache-transport-fabric``: :func:`gpu_fabric.plan.transport_fabric.member_findings` on each fabric member
   group and every pool it selects (:func:`gpu_fabric.kube.pool_view.pool_view_of`);
 * ``efa-node-group-placement``: :func:`gpu_fabric.aws.node_group_placement.placement_findings` on the node
-  group ``EfaNodeGroup`` builds for each managed pool (:func:`gpu_fabric.aws.node_group_placement.spec_placement`).
+  group ``EfaNodeGroup`` builds for each managed pool, and on the NodeClass ``KarpenterEfaPool`` builds for each
+  Karpenter pool (:func:`gpu_fabric.aws.node_group_placement.spec_placement`).
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def _member_problems(config: FabricConfig) -> Iterable[Finding]:
 
 def _placement_problems(config: FabricConfig) -> Iterable[Finding]:
     for i, pool in enumerate(config.pools):
-        if pool.aws is None or pool.aws.is_karpenter:  # no node group; the Karpenter rules run in GpuFabric
+        if pool.aws is None:
             continue
+        # One rule for both provisioners: a Karpenter pool launches through an EC2NodeClass that selects
+        # the same placement group (or none) the node group's launch template would name.
         for finding in placement_findings(spec_placement(pool.name, pool.aws)):
             yield finding.moved(f"pools[{i}].aws.placementGroup")
