@@ -9,15 +9,13 @@ vLLM launch script (``--connector kvbm nixl``) and SGLang disaggregation scripts
 import pytest
 
 from gpu_fabric.kube.engine_flags import NIXL_CONNECTOR, read_container
+from gpu_fabric.kube.pod_templates import WORKLOAD_KINDS, WorkloadShapeError, pod_templates
 from gpu_fabric.kube.workloads import (
     ERROR,
     WARNING,
-    WORKLOAD_KINDS,
     FabricPool,
-    WorkloadShapeError,
     fabric_pool_of,
     judge_workloads,
-    pod_templates,
 )
 from gpu_fabric.validation.configuration import load_config
 

@@ -52,7 +52,8 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     from gpu_fabric.config.base import ConfigError
     from gpu_fabric.config.stack_file import StackFileError
     from gpu_fabric.kube.advertisers import advertiser_findings
-    from gpu_fabric.kube.workloads import WorkloadShapeError, judge_workloads, object_ref, pool_finding_line
+    from gpu_fabric.kube.pod_templates import WorkloadShapeError
+    from gpu_fabric.kube.workloads import judge_workloads, object_ref, pool_finding_line
     from gpu_fabric.program.render import StackNotFoundError
     from gpu_fabric.plan.fabric_plan import stack_device_plugin_daemonsets
     from gpu_fabric.validation.fabric_facts import stack_fabric_pools

@@ -16,10 +16,10 @@ from typing import Any, Sequence
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.findings import Finding, Severity as Verdict
-from gpu_fabric.kube.workloads import WORKLOAD_KINDS, FabricPool, WorkloadShapeError, judge_workloads, pool_finding_line
+from gpu_fabric.kube.workloads import FabricPool, judge_workloads, pool_finding_line
 from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.config.shapes import rests_on_unknown
-from gpu_fabric.kube.workloads import pod_spec_of
+from gpu_fabric.kube.pod_templates import WORKLOAD_KINDS, WorkloadShapeError, pod_spec_of
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.resource_view import kubernetes_objects, pool_facts, PoolFacts, Resource
 
