@@ -58,19 +58,22 @@ class _StrictConstruction(yaml.constructor.SafeConstructor):
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
 
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        digits = sum(ch.isdigit() for ch in str(node.value))
-        if digits > MAX_INTEGER_DIGITS:
-            raise _LoadProblem(f"line {node.start_mark.line + 1}: an integer of {digits} digits "
-                               f"(at most {MAX_INTEGER_DIGITS}; quote it if you mean the text)")
-        return super().construct_yaml_int(node)
 
 
-_StrictConstruction.add_constructor("tag:yaml.org,2002:int", _StrictConstruction.construct_yaml_int)
+def _bounded_int(loader: Any, node: yaml.ScalarNode) -> int:
+    """An integer of at most :data:`MAX_INTEGER_DIGITS` digits (the constructor of both strict loaders)."""
+    digits = sum(ch.isdigit() for ch in str(node.value))
+    if digits > MAX_INTEGER_DIGITS:
+        raise _LoadProblem(f"line {node.start_mark.line + 1}: an integer of {digits} digits "
+                           f"(at most {MAX_INTEGER_DIGITS}; quote it if you mean the text)")
+    return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
 
 
 class _StrictLoader(_StrictConstruction, yaml.SafeLoader):
     """PyYAML's pure-Python ``SafeLoader``, strict: its messages are the ones users see."""
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
 
 
 # libyaml's parser is several times faster than PyYAML's pure-Python one (``gpu-fabric lint`` over many
@@ -86,6 +89,7 @@ if getattr(yaml, "__with_libyaml__", False):
     class _CStrictLoader(_StrictConstruction, yaml.CSafeLoader):  # type: ignore[misc]
         """``CSafeLoader`` (libyaml's parser) with the same strict construction."""
 
+    _CStrictLoader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
     _FastStrictLoader = _CStrictLoader
 
 
