@@ -15,29 +15,10 @@ from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.instance_type_names import instance_type_name, parse_instance_type_name
 from gpu_fabric.validation.configuration import load_config
 
-from support.stack_configs import PROJECT_DIR, stack_values
+from support.stack_configs import PROJECT_DIR, stack_values, efa_values
 
 
 H100 = "gpustack--nvidia-h100-linux-amd64"
-
-
-def efa_values(**pool_changes) -> dict:
-    """The aws-efa example with its GPU pool (pools[0]) changed; renames follow into the roles."""
-    values = copy.deepcopy(stack_values("aws-efa"))
-    pool = values["pools"][0]
-    for key, value in pool_changes.items():
-        if key == "instanceTypes":
-            pool["aws"]["instanceTypes"] = value
-        elif key == "amiType":
-            pool["aws"]["amiType"] = value
-        else:
-            pool[key] = value
-    if "name" in pool_changes:
-        for deployment in values.get("modelDeployments", []):
-            for role in deployment["roles"]:
-                if role["instanceType"] == H100:
-                    role["instanceType"] = pool_changes["name"]
-    return values
 
 
 def problems(values: dict) -> dict[str, str]:

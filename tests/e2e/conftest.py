@@ -10,7 +10,6 @@ These tests run the Pulumi CLI built by ``scripts/engine-tools`` against a kube-
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest

@@ -248,9 +248,6 @@ def output_of(done: subprocess.CompletedProcess) -> str:
     return f"exit {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
 
 
-def as_json(done: subprocess.CompletedProcess) -> Any:
-    return json.loads(done.stdout)
-
 
 # ------------------------------------------------------------------------------------------ kueue
 

@@ -4,7 +4,6 @@
 all run ``gpu_fabric.kube.advertisers.advertiser_findings``.
 """
 
-import copy
 
 import pytest
 
@@ -25,28 +24,10 @@ from gpu_fabric.kube.device_plugins import efa_device_plugin_daemonset
 from gpu_fabric.kube.workloads import fabric_pool_of
 from gpu_fabric.validation.configuration import load_config
 
-from support.policy_helpers import k8s
-from support.stack_configs import stack_values
+from support.stack_configs import b200_values, stack_values
 
 
 NVIDIA_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin"
-
-
-def b200_values(tag: str | None) -> dict:
-    """The aws-efa example on p6-b200.48xlarge (8 x B200, 8 EFA), with the EFA plugin at ``tag``."""
-    values = copy.deepcopy(stack_values("aws-efa"))
-    old = values["pools"][0]["name"]
-    new = "gpustack--nvidia-b200-linux-amd64"
-    pool = values["pools"][0]
-    pool.update(name=new, interfacesPerNode=8)
-    pool["aws"]["instanceTypes"] = ["p6-b200.48xlarge"]
-    for role in values["modelDeployments"][0]["roles"]:
-        role["instanceType"] = new
-        role["resources"]["interface"] = "8"
-    assert old != new
-    if tag:
-        values["devicePlugins"] = {"efa": {"imageTag": tag}}
-    return values
 
 
 def test_efa_plugin_v0_5_8_on_p6_b200_is_refused_at_the_image_tag():

@@ -19,8 +19,8 @@ from gpu_fabric.kube.workloads import (
 )
 from gpu_fabric.validation.configuration import load_config
 
-from support.policy_helpers import k8s
 from support.stack_configs import stack_values
+from support.workloads import VLLM_LIBFABRIC_JSON, SIDE_CHANNEL_HOST, pod_spec, wrap, with_container
 
 
 # vLLM NixlConnector guide, "Basic Usage": the prefiller, as a shell line.
@@ -29,11 +29,7 @@ VLLM_PREFILLER = ("CUDA_VISIBLE_DEVICES=0 UCX_NET_DEVICES=all VLLM_NIXL_SIDE_CHA
                   "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\",\"kv_load_failure_policy\":\"fail\"}'")
 
 
-# vLLM NixlConnector guide, "Example: using LIBFABRIC backend", JSON and dotted forms.
-VLLM_LIBFABRIC_JSON = ["vllm", "serve", "<MODEL>", "--kv-transfer-config",
-                       '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_connector_extra_config":{"backends":["LIBFABRIC"]}}']
-
-
+# vLLM NixlConnector guide, "Example: using LIBFABRIC backend", dotted form (the JSON form: support.workloads).
 VLLM_LIBFABRIC_DOTTED = ["vllm", "serve", "<MODEL>", "--kv-transfer-config.kv_connector", "NixlConnector",
                          "--kv-transfer-config.kv_role", "kv_both",
                          "--kv-transfer-config.kv_connector_extra_config.backends+", "LIBFABRIC"]
@@ -99,45 +95,15 @@ def test_a_kv_transfer_config_that_is_not_json_is_a_problem():
     assert settings.problems and settings.problems[0][0] == "c.args[0]"
 
 
-# vLLM NixlConnector guide: set the side-channel host when peers are on other machines (here: the pod's IP).
-SIDE_CHANNEL_HOST = {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
-
-
-def _pod_spec(**changes) -> dict:
-    spec = {"nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-            "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.12.0", "command": list(VLLM_LIBFABRIC_JSON),
-                            "env": [dict(SIDE_CHANNEL_HOST)],
-                            "resources": {"limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32",
-                                                     "hugepages-2Mi": "5120Mi", "memory": "512Gi"}}}]}
-    spec.update(changes)
-    return spec
-
-
-def _wrap(kind: str, pod_spec: dict) -> dict:
-    template = {"metadata": {"labels": {"app": "x"}}, "spec": pod_spec}
-    spec: dict
-    if kind == "Pod":
-        spec = pod_spec
-    elif kind == "CronJob":
-        spec = {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": template}}}
-    elif kind == "LeaderWorkerSet":
-        spec = {"leaderWorkerTemplate": {"size": 2, "workerTemplate": template}}
-    else:
-        spec = {"template": template}
-    api = {"Pod": "v1", "Job": "batch/v1", "CronJob": "batch/v1", "LeaderWorkerSet": "leaderworkerset.x-k8s.io/v1"}
-    return {"apiVersion": api.get(kind, "apps/v1"), "kind": kind, "metadata": {"name": "w", "namespace": "team-a"}, "spec": spec}
-
-
 @pytest.mark.parametrize("kind", [k for k in WORKLOAD_KINDS if k != "ReplicaSet"])
 def test_every_workload_kind_yields_its_pod_template(kind):
-    templates = pod_templates(_wrap(kind, _pod_spec()))
+    templates = pod_templates(wrap(kind, pod_spec()))
     assert len(templates) == 1 and templates[0][1]["containers"][0]["name"] == "vllm"
 
 
 def test_leader_worker_set_judges_both_templates():
-    obj = _wrap("LeaderWorkerSet", _pod_spec())
-    obj["spec"]["leaderWorkerTemplate"]["leaderTemplate"] = {"spec": _pod_spec()}
+    obj = wrap("LeaderWorkerSet", pod_spec())
+    obj["spec"]["leaderWorkerTemplate"]["leaderTemplate"] = {"spec": pod_spec()}
     paths = [path for path, _ in pod_templates(obj)]
     assert paths == ["spec.leaderWorkerTemplate.leaderTemplate.spec", "spec.leaderWorkerTemplate.workerTemplate.spec"]
 
@@ -149,7 +115,7 @@ def test_leader_worker_set_judges_both_templates():
 ])
 def test_malformed_templates_name_the_path(change, path):
     with pytest.raises(WorkloadShapeError) as caught:
-        judge_workloads([_wrap("Deployment", _pod_spec(**change))], [])
+        judge_workloads([wrap("Deployment", pod_spec(**change))], [])
     assert caught.value.path == f"Deployment team-a/w {path}"
 
 
@@ -164,27 +130,18 @@ def rdma_pools() -> list[FabricPool]:
 
 
 def _findings(pools, pod_spec, kind="Deployment"):
-    report = judge_workloads([_wrap(kind, pod_spec)], pools)
+    report = judge_workloads([wrap(kind, pod_spec)], pools)
     return {(f.severity, f.rule_id): f for f in report.findings}, report
 
 
-def _with_container(**changes) -> dict:
-    """The right pod spec with its container changed; ``env`` entries come first, the side-channel host stays."""
-    spec = _pod_spec()
-    container = spec["containers"][0]
-    env = [*changes.pop("env", []), *container["env"]]
-    container.update(changes, env=env)
-    return spec
-
-
 def test_the_right_deployment_passes(efa_pools):
-    findings, report = _findings(efa_pools, _pod_spec())
+    findings, report = _findings(efa_pools, pod_spec())
     assert not findings
     assert report.judged == [("Deployment team-a/w", "spec.template.spec", ("gpustack--nvidia-h100-linux-amd64",))]
 
 
 def test_efa_without_hugepages_is_refused(efa_pools):
-    spec = _pod_spec()
+    spec = pod_spec()
     del spec["containers"][0]["resources"]["limits"]["hugepages-2Mi"]
     finding = _findings(efa_pools, spec)[0][(ERROR, "efa-hugepages")]
     assert str(finding.path) == 'spec.template.spec.containers[0].resources.limits["vpc.amazonaws.com/efa"]'
@@ -193,14 +150,14 @@ def test_efa_without_hugepages_is_refused(efa_pools):
 @pytest.mark.parametrize("tls, refused", [("tcp,cuda_copy", True), ("srd,cuda_copy,tcp", False), ("^tcp", False),
                                           ("all", False), ("rc_x,rc,cuda_copy", True)])
 def test_ucx_transports_on_efa(efa_pools, tls, refused):
-    spec = _with_container(command=["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector":"NixlConnector"}'],
+    spec = with_container(command=["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector":"NixlConnector"}'],
                            env=[{"name": "UCX_TLS", "value": tls}])
     findings = _findings(efa_pools, spec)[0]
     assert ((ERROR, "nixl-backend-fabric") in findings) is refused
 
 
 def test_ucx_on_efa_without_a_transport_list_is_advisory(efa_pools):
-    spec = _with_container(command=["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector":"NixlConnector"}'])
+    spec = with_container(command=["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector":"NixlConnector"}'])
     findings = _findings(efa_pools, spec)[0]
     assert set(findings) == {(WARNING, "nixl-backend-fabric")}
 
@@ -217,7 +174,7 @@ def test_ucx_tls_without_rdma_on_an_rdma_pool(rdma_pools):
 
 
 def test_fabric_key_the_pool_does_not_advertise(efa_pools, rdma_pools):
-    spec = _pod_spec()
+    spec = pod_spec()
     spec["containers"][0]["resources"]["limits"]["device.gpustack.ai/rdma"] = "4"
     assert _findings(efa_pools, spec)[0][(ERROR, "fabric-key-advertised")].message.startswith("requests device.gpustack.ai/rdma")
     partitioned = {"tolerations": [{"operator": "Exists"}],
@@ -226,7 +183,7 @@ def test_fabric_key_the_pool_does_not_advertise(efa_pools, rdma_pools):
 
 
 def test_nixl_without_a_fabric_key_falls_back_to_tcp(efa_pools):
-    spec = _pod_spec()
+    spec = pod_spec()
     del spec["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
     assert (ERROR, "transfer-has-fabric-key") in _findings(efa_pools, spec)[0]
 
@@ -234,10 +191,10 @@ def test_nixl_without_a_fabric_key_falls_back_to_tcp(efa_pools):
 @pytest.mark.parametrize("name, value, rule", [("FI_PROVIDER", "tcp", "efa-fi-provider"),
                                                ("RDMAV_FORK_SAFE", "1", "efa-no-rdmav")])
 def test_efa_environment_rules(efa_pools, name, value, rule):
-    spec = _with_container(env=[{"name": name, "value": value}])
+    spec = with_container(env=[{"name": name, "value": value}])
     finding = _findings(efa_pools, spec)[0][(ERROR, rule)]
     assert str(finding.path) == "spec.template.spec.containers[0].env[0]"
-    assert not _findings(efa_pools, _with_container(env=[{"name": "FI_PROVIDER", "value": "efa"}]))[0]
+    assert not _findings(efa_pools, with_container(env=[{"name": "FI_PROVIDER", "value": "efa"}]))[0]
 
 
 def test_device_manager_owned_nccl_ib_hca(rdma_pools):
@@ -248,37 +205,37 @@ def test_device_manager_owned_nccl_ib_hca(rdma_pools):
 
 
 def test_infiniband_host_path(efa_pools):
-    spec = _pod_spec(volumes=[{"name": "ib", "hostPath": {"path": "/dev/infiniband"}}])
+    spec = pod_spec(volumes=[{"name": "ib", "hostPath": {"path": "/dev/infiniband"}}])
     spec["containers"][0]["volumeMounts"] = [{"name": "ib", "mountPath": "/dev/infiniband"}]
     assert str(_findings(efa_pools, spec)[0][(ERROR, "advertiser-owned-devices")].path) == \
         "spec.template.spec.containers[0].volumeMounts[0]"
 
 
 def test_nccl_variables_with_nixl_are_advisory(efa_pools):
-    spec = _with_container(env=[{"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}])
+    spec = with_container(env=[{"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}])
     assert set(_findings(efa_pools, spec)[0]) == {(WARNING, "nixl-nccl-dead-config")}
 
 
 def test_nixl_side_channel_host_left_at_localhost_is_advisory(efa_pools):
-    spec = _pod_spec()
+    spec = pod_spec()
     spec["containers"][0]["env"] = []
     finding = _findings(efa_pools, spec)[0][(WARNING, "nixl-side-channel-host")]
     assert str(finding.path) == "spec.template.spec.containers[0].command[3]" and "unset (localhost)" in finding.message
     spec["containers"][0]["env"] = [{"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "localhost"}]
     assert (WARNING, "nixl-side-channel-host") in _findings(efa_pools, spec)[0]
-    sglang = _pod_spec()
+    sglang = pod_spec()
     sglang["containers"][0].update(command=list(DYNAMO_SGLANG), env=[])
     assert (WARNING, "nixl-side-channel-host") not in _findings(efa_pools, sglang)[0]  # SGLang has bootstrap ports instead
 
 
 def test_scheduling_decides_the_pools(efa_pools):
-    untolerated = _pod_spec(tolerations=[])
+    untolerated = pod_spec(tolerations=[])
     _, report = _findings(efa_pools, untolerated)
     assert report.not_judged and "taint nvidia.com/gpu:NoSchedule is not tolerated" in report.not_judged[0][2]
-    generic = _pod_spec(nodeSelector={"node.kubernetes.io/instance-type": "c6in.32xlarge"})
+    generic = pod_spec(nodeSelector={"node.kubernetes.io/instance-type": "c6in.32xlarge"})
     _, report = _findings(efa_pools, generic)
     assert report.judged[0][2] == ("gpustack--generic-linux-amd64",)
-    affinity = _pod_spec(nodeSelector=None, affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+    affinity = pod_spec(nodeSelector=None, affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
                                                      "values": ["p5.48xlarge"]}]}]}}})
     _, report = _findings(efa_pools, affinity)
@@ -296,6 +253,6 @@ def test_other_kinds_and_device_plugins_are_counted_not_judged(efa_pools):
 def test_a_fabric_key_on_a_pool_without_fabric_is_refused():
     pool = FabricPool.of("gpustack--nvidia-a10g-linux-amd64", "none", {"kubernetes.io/arch": "amd64"})
     spec = {"containers": [{"name": "c", "resources": {"limits": {"vpc.amazonaws.com/efa": "1", "hugepages-2Mi": "1Gi"}}}]}
-    report = judge_workloads([_wrap("Pod", spec)], [pool])
+    report = judge_workloads([wrap("Pod", spec)], [pool])
     assert [(f.rule_id, f.pool) for f in report.findings] == [("fabric-key-advertised", pool.name)]
     assert "nothing advertises on pool gpustack--nvidia-a10g-linux-amd64 (fabric: none)" in report.findings[0].message

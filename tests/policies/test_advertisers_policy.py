@@ -1,32 +1,14 @@
 """The ``fabric-advertisers`` policy: one advertiser per pool's NICs, at versions that count them right, over a stack's resources."""
 
-import copy
 
 from gpu_fabric.kube.device_plugins import efa_device_plugin_daemonset
 from gpu_fabric.policies.advertisers import fabric_advertisers
 
 from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, component, k8s
-from support.stack_configs import stack_values
+from support.stack_configs import b200_values, stack_values
 
 
 NVIDIA_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin"
-
-
-def b200_values(tag: str | None) -> dict:
-    """The aws-efa example on p6-b200.48xlarge (8 x B200, 8 EFA), with the EFA plugin at ``tag``."""
-    values = copy.deepcopy(stack_values("aws-efa"))
-    old = values["pools"][0]["name"]
-    new = "gpustack--nvidia-b200-linux-amd64"
-    pool = values["pools"][0]
-    pool.update(name=new, interfacesPerNode=8)
-    pool["aws"]["instanceTypes"] = ["p6-b200.48xlarge"]
-    for role in values["modelDeployments"][0]["roles"]:
-        role["instanceType"] = new
-        role["resources"]["interface"] = "8"
-    assert old != new
-    if tag:
-        values["devicePlugins"] = {"efa": {"imageTag": tag}}
-    return values
 
 
 def _efa_plugin(tag: str = "v0.5.20") -> dict:

@@ -9,7 +9,7 @@ from gpu_fabric.program.render import render_stack
 from gpu_fabric.resources.fabric import GpuFabric
 
 from support.policy_helpers import Resource, assert_no_violations, assert_violation, of_type, replace_props, run
-from support.stack_configs import as_args, seed_values
+from support.stack_configs import as_args, seed_with_stack_device_manager
 
 
 NAME = "gpustack-operator-device-manager"
@@ -17,8 +17,7 @@ NAME = "gpustack-operator-device-manager"
 
 @pytest.fixture(scope="module")
 def stack():
-    values = seed_values()
-    values["devicePlugins"] = {"deviceManager": {"deployedBy": "stack", "namespace": "gpu-ops"}}
+    values = seed_with_stack_device_manager()
     result = render_stack("x", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
     return [Resource(r.type, r.name, r.urn, r.inputs, r.parent, r.dependencies) for r in result.resources]
 

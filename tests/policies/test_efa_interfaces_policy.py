@@ -5,31 +5,11 @@ from __future__ import annotations
 import pytest
 from pulumi_policy import EnforcementLevel
 
-from gpu_fabric.aws.node_group import launch_template_inputs
-from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
-from gpu_fabric.aws.efa import PlannedInterface, plan_interfaces
+from gpu_fabric.aws.efa import PlannedInterface
 from gpu_fabric.policies import efa_launch_template_interfaces
 
-from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, rendered, resource
-
-LT = "aws:ec2/launchTemplate:LaunchTemplate"
-
-
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # engine's unknown-string sentinel
-
-
-def plan(instance_type: str):
-    return plan_interfaces(BundledInstanceCatalog().describe([instance_type])[instance_type])
-
-
-def template(instance_type="p5.48xlarge", interfaces=None, security_groups=(UNKNOWN,), **kwargs) -> dict:
-    return launch_template_inputs("gpu", instance_type, interfaces or plan(instance_type), list(security_groups),
-                                  "dXNlcg==", **kwargs)
-
-
-@pytest.fixture(scope="module")
-def aws_efa():
-    return rendered("aws-efa")
+from support.aws_stacks import LT, plan, template
+from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, resource
 
 
 @pytest.mark.parametrize("policy", [efa_launch_template_interfaces])

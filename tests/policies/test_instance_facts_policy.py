@@ -1,33 +1,13 @@
 """The ``pool-instance-facts`` policy: a pool's name and accelerator count against its instances, from ``KueuePool`` inputs."""
 
-import copy
 
 from gpu_fabric.policies.instance_facts import pool_instance_facts
 
 from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, component
-from support.stack_configs import stack_values
+from support.stack_configs import stack_values, efa_values
 
 
 H100 = "gpustack--nvidia-h100-linux-amd64"
-
-
-def efa_values(**pool_changes) -> dict:
-    """The aws-efa example with its GPU pool (pools[0]) changed; renames follow into the roles."""
-    values = copy.deepcopy(stack_values("aws-efa"))
-    pool = values["pools"][0]
-    for key, value in pool_changes.items():
-        if key == "instanceTypes":
-            pool["aws"]["instanceTypes"] = value
-        elif key == "amiType":
-            pool["aws"]["amiType"] = value
-        else:
-            pool[key] = value
-    if "name" in pool_changes:
-        for deployment in values.get("modelDeployments", []):
-            for role in deployment["roles"]:
-                if role["instanceType"] == H100:
-                    role["instanceType"] = pool_changes["name"]
-    return values
 
 
 def _kueue_pool(pool: dict):

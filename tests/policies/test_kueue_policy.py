@@ -15,19 +15,9 @@ from gpu_fabric.policies import (
 )
 from gpu_fabric.config.pool import PoolSpec
 
-from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, k8s, rendered
+from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, k8s
 
 H100 = "gpustack--nvidia-h100-linux-amd64"
-
-
-@pytest.fixture(scope="module")
-def seed():
-    return rendered("seed-rdma")
-
-
-@pytest.fixture(scope="module")
-def aws_efa():
-    return rendered("aws-efa")
 
 
 ADVISORY = {fabric_pool_topology_alignment, kueue_fabric_keys_covered, model_deployment_unprivileged_roles}

@@ -17,21 +17,10 @@ from support.policy_helpers import (
     assert_no_violations,
     assert_violation,
     of_type,
-    rendered,
     replace_props,
 )
 
 A10G = "gpustack--nvidia-a10g-linux-amd64"
-
-
-@pytest.fixture(scope="module")
-def seed():
-    return rendered("seed-rdma")
-
-
-@pytest.fixture(scope="module")
-def aws_efa():
-    return rendered("aws-efa")
 
 
 ADVISORY = {fabric_pool_topology_alignment, kueue_fabric_keys_covered, model_deployment_unprivileged_roles}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 import yaml
 from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2

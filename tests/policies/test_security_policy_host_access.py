@@ -10,45 +10,20 @@ from pulumi_policy import EnforcementLevel
 from gpu_fabric.kube.device_plugins import efa_device_plugin_daemonset, gpustack_device_manager_daemonsets
 from gpu_fabric.kube.host_access import kubelet_access
 from gpu_fabric.policies import kubelet_host_access
-from gpu_fabric.program.render import render_stack
 
 from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, k8s, rendered
-from support.stack_configs import PROJECT_DIR, as_args, seed_values
-
-
-def objects(values: dict) -> dict[str, dict]:
-    """The agent's Kubernetes objects of a rendered configuration, by kind."""
-    from gpu_fabric.resources.fabric import GpuFabric
-
-    result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
-    found = {}
-    for manifest in result.kubernetes_objects():
-        annotations = manifest["metadata"].get("annotations") or {}
-        if annotations.get("gpu-fabric.io/component") == "kubelet-topology-agent":
-            assert manifest["kind"] not in found
-            found[manifest["kind"]] = manifest
-    return found
+from support.topology_agent import objects, seed_agent, with_topology
 
 
 @pytest.fixture(scope="module")
 def seed() -> dict[str, dict]:
-    result = render_stack("seed-rdma", PROJECT_DIR)
-    return {m["kind"]: m for m in result.kubernetes_objects()
-            if (m["metadata"].get("annotations") or {}).get("gpu-fabric.io/component") == "kubelet-topology-agent"}
+    return seed_agent()
 
 
 def test_the_pack_recognises_the_seed_agent(seed: dict[str, dict]) -> None:
     assert_metadata(kubelet_host_access, EnforcementLevel.MANDATORY)
     assert_no_violations(kubelet_host_access, rendered("seed-rdma"))
     assert_no_violations(kubelet_host_access, rendered("aws-efa"))
-
-
-def with_topology(topology: dict | None) -> dict:
-    values = seed_values()
-    values["pools"][0]["topologyAgent"] = True
-    if topology is not None:
-        values["pools"][0]["topology"] = topology
-    return values
 
 
 def agent_daemonset() -> dict:

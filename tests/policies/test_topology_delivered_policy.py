@@ -8,39 +8,16 @@ from pulumi_policy import EnforcementLevel
 from gpu_fabric.program.render import render_stack
 
 from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, k8s, rendered
-from support.stack_configs import PROJECT_DIR, as_args, seed_values
+from support.stack_configs import as_args, seed_values
+from support.topology_agent import objects, seed_agent, with_topology
 
 
 A10G = "gpustack--nvidia-a10g-linux-amd64"
 
 
-def objects(values: dict) -> dict[str, dict]:
-    """The agent's Kubernetes objects of a rendered configuration, by kind."""
-    from gpu_fabric.resources.fabric import GpuFabric
-
-    result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
-    found = {}
-    for manifest in result.kubernetes_objects():
-        annotations = manifest["metadata"].get("annotations") or {}
-        if annotations.get("gpu-fabric.io/component") == "kubelet-topology-agent":
-            assert manifest["kind"] not in found
-            found[manifest["kind"]] = manifest
-    return found
-
-
 @pytest.fixture(scope="module")
 def seed() -> dict[str, dict]:
-    result = render_stack("seed-rdma", PROJECT_DIR)
-    return {m["kind"]: m for m in result.kubernetes_objects()
-            if (m["metadata"].get("annotations") or {}).get("gpu-fabric.io/component") == "kubelet-topology-agent"}
-
-
-def with_topology(topology: dict | None) -> dict:
-    values = seed_values()
-    values["pools"][0]["topologyAgent"] = True
-    if topology is not None:
-        values["pools"][0]["topology"] = topology
-    return values
+    return seed_agent()
 
 
 def stack_of(values: dict) -> list:

@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from gpu_fabric.policies import transfer_path_consistency
 from gpu_fabric.gpustack.transfer_legs import MSG_BACKEND_UNRESOLVED, MSG_NO_FABRIC_LEG, msg_conflicting_groups
 
-from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, of_type, rendered, replace_props, run
-
-
-@pytest.fixture(scope="module")
-def seed():
-    return rendered("seed-rdma")
-
-
-@pytest.fixture(scope="module")
-def aws_efa():
-    return rendered("aws-efa")
+from support.policy_helpers import assert_metadata, assert_no_violations, assert_violation, of_type, replace_props, run
 
 
 def test_metadata():

@@ -15,32 +15,16 @@ from gpu_fabric.validation.configuration import load_config
 from gpu_fabric.config.topology import KubeletTopology
 from gpu_fabric.kube.topology import kubelet_config_dropin_yaml
 
-from support.policy_helpers import k8s, rendered
-from support.stack_configs import PROJECT_DIR, as_args, seed_values, stack_values
+from support.stack_configs import seed_values, stack_values
+from support.topology_agent import objects, seed_agent, with_topology
 
 
 A10G = "gpustack--nvidia-a10g-linux-amd64"
 
 
-def objects(values: dict) -> dict[str, dict]:
-    """The agent's Kubernetes objects of a rendered configuration, by kind."""
-    from gpu_fabric.resources.fabric import GpuFabric
-
-    result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
-    found = {}
-    for manifest in result.kubernetes_objects():
-        annotations = manifest["metadata"].get("annotations") or {}
-        if annotations.get("gpu-fabric.io/component") == "kubelet-topology-agent":
-            assert manifest["kind"] not in found
-            found[manifest["kind"]] = manifest
-    return found
-
-
 @pytest.fixture(scope="module")
 def seed() -> dict[str, dict]:
-    result = render_stack("seed-rdma", PROJECT_DIR)
-    return {m["kind"]: m for m in result.kubernetes_objects()
-            if (m["metadata"].get("annotations") or {}).get("gpu-fabric.io/component") == "kubelet-topology-agent"}
+    return seed_agent()
 
 
 def test_seed_renders_the_agent_on_exactly_the_pools_nodes(seed: dict[str, dict]) -> None:
@@ -86,14 +70,6 @@ def test_seed_agent_has_exactly_the_host_access_a_restart_needs(seed: dict[str, 
     assert lease_rule["resourceNames"] == [seed["Lease"]["metadata"]["name"]] and "create" not in lease_rule["verbs"]
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["LEASE_NAME"] == seed["Lease"]["metadata"]["name"]
-
-
-def with_topology(topology: dict | None) -> dict:
-    values = seed_values()
-    values["pools"][0]["topologyAgent"] = True
-    if topology is not None:
-        values["pools"][0]["topology"] = topology
-    return values
 
 
 def test_a_settings_change_changes_the_pod_template() -> None:

@@ -24,3 +24,47 @@ def as_args(values: dict) -> dict:
     from gpu_fabric.aws import snake_case
 
     return {snake_case(key): value for key, value in values.items()}
+
+
+AWS_EFA_GPU_POOL = "gpustack--nvidia-h100-linux-amd64"
+"""The GPU pool of the aws-efa example (its ``pools[0]``)."""
+
+
+def efa_values(**pool_changes) -> dict:
+    """The aws-efa example with its GPU pool (pools[0]) changed; renames follow into the roles."""
+    values = copy.deepcopy(stack_values("aws-efa"))
+    pool = values["pools"][0]
+    for key, value in pool_changes.items():
+        if key in ("instanceTypes", "amiType"):
+            pool["aws"][key] = value
+        else:
+            pool[key] = value
+    if "name" in pool_changes:
+        for deployment in values.get("modelDeployments", []):
+            for role in deployment["roles"]:
+                if role["instanceType"] == AWS_EFA_GPU_POOL:
+                    role["instanceType"] = pool_changes["name"]
+    return values
+
+
+def b200_values(tag: str | None) -> dict:
+    """The aws-efa example on p6-b200.48xlarge (8 x B200, 8 EFA), with the EFA plugin at ``tag``."""
+    values = copy.deepcopy(stack_values("aws-efa"))
+    new = "gpustack--nvidia-b200-linux-amd64"
+    pool = values["pools"][0]
+    assert pool["name"] != new
+    pool.update(name=new, interfacesPerNode=8)
+    pool["aws"]["instanceTypes"] = ["p6-b200.48xlarge"]
+    for role in values["modelDeployments"][0]["roles"]:
+        role["instanceType"] = new
+        role["resources"]["interface"] = "8"
+    if tag:
+        values["devicePlugins"] = {"efa": {"imageTag": tag}}
+    return values
+
+
+def seed_with_stack_device_manager() -> dict:
+    """The seed with GPUStack's Device Manager deployed by the stack itself, in ``gpu-ops``."""
+    values = seed_values()
+    values["devicePlugins"] = {"deviceManager": {"deployedBy": "stack", "namespace": "gpu-ops"}}
+    return values

@@ -16,9 +16,9 @@ wants): the rules that need it do not refuse on a guess.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
-from gpu_fabric.config.shapes import is_unknown
+from gpu_fabric.config.shapes import as_list, as_mapping, is_unknown, known_str, truthy
 from gpu_fabric.findings import Finding, Rule
 
 EFA_LAUNCH_TEMPLATE_INTERFACES = Rule(
@@ -40,49 +40,26 @@ TEMPLATE_LEVEL_SECURITY_GROUP_KEYS = ("vpcSecurityGroupIds", "securityGroupNames
 RULES = (EFA_LAUNCH_TEMPLATE_INTERFACES, LAUNCH_TEMPLATE_IMDSV2, LAUNCH_TEMPLATE_EBS_ENCRYPTED)
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _known_str(value: Any) -> Optional[str]:
-    if value is None or is_unknown(value) or isinstance(value, (Mapping, list)):
-        return None
-    return str(value)
-
-
-def _truthy(value: Any) -> bool:
-    """A known true value, accepting pulumi-aws's string booleans (``"true"``)."""
-    if is_unknown(value):
-        return False
-    if isinstance(value, str):
-        return value.strip().lower() == "true"
-    return value is True
-
-
 def efa_interfaces(template: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The ``networkInterfaces`` of a launch template that are EFA (``efa`` or ``efa-only``)."""
-    return [interface for interface in _list(template.get("networkInterfaces"))
+    return [interface for interface in as_list(template.get("networkInterfaces"))
             if isinstance(interface, Mapping) and interface.get("interfaceType") in EFA_INTERFACE_TYPES]
 
 
 def security_group_findings(template: Mapping[str, Any]) -> list[Finding]:
     """Every EFA-relevant security-group problem of a launch template."""
     problems = []
-    for position, interface in enumerate(_list(template.get("networkInterfaces"))):
-        interface = _mapping(interface)
+    for position, interface in enumerate(as_list(template.get("networkInterfaces"))):
+        interface = as_mapping(interface)
         groups = interface.get("securityGroups")
-        if not is_unknown(groups) and not _list(groups):
+        if not is_unknown(groups) and not as_list(groups):
             where = f"network card {interface.get('networkCardIndex', 0)}, device {interface.get('deviceIndex', 0)}"
             problems.append(Finding.of(EFA_LAUNCH_TEMPLATE_INTERFACES, f"networkInterfaces[{position}].securityGroups", (
                 f"{where}: the interface has no securityGroups; every interface of an EFA launch template needs "
                 "the EFA security group (all traffic to and from itself)")))
     for key in TEMPLATE_LEVEL_SECURITY_GROUP_KEYS:
         value = template.get(key)
-        if is_unknown(value) or _list(value):
+        if is_unknown(value) or as_list(value):
             problems.append(Finding.of(EFA_LAUNCH_TEMPLATE_INTERFACES, key, (
                 f"{key} is set, but a launch template that defines networkInterfaces must put its security "
                 "groups on the interfaces (EKS managed node groups reject both)")))
@@ -98,11 +75,11 @@ def interface_findings(template: Mapping[str, Any], instance_type_info: Mapping[
     """
     from gpu_fabric.aws.efa import validate_plan
 
-    interfaces = [_mapping(i) for i in _list(template.get("networkInterfaces"))]
+    interfaces = [as_mapping(i) for i in as_list(template.get("networkInterfaces"))]
     instance_type = str(template.get("instanceType") or instance_type_info.get("InstanceType") or "")
     efa_count = None
     if allow_fewer:
-        maximum = int(_mapping(_mapping(instance_type_info.get("NetworkInfo")).get("EfaInfo")).get("MaximumEfaInterfaces", 0))
+        maximum = int(as_mapping(as_mapping(instance_type_info.get("NetworkInfo")).get("EfaInfo")).get("MaximumEfaInterfaces", 0))
         efa_count = min(len(efa_interfaces(template)), maximum) or None
     return [Finding.of(EFA_LAUNCH_TEMPLATE_INTERFACES, "networkInterfaces", f"{instance_type}: {problem}")
             for problem in validate_plan(instance_type_info, interfaces, efa_count=efa_count)]
@@ -110,23 +87,23 @@ def interface_findings(template: Mapping[str, Any], instance_type_info: Mapping[
 
 def imds_findings(template: Mapping[str, Any]) -> list[Finding]:
     """IMDSv2 is required: ``metadataOptions.httpTokens`` is ``required`` (unknown at preview: not judged)."""
-    tokens = _mapping(template.get("metadataOptions")).get("httpTokens")
-    if is_unknown(tokens) or _known_str(tokens) == "required":
+    tokens = as_mapping(template.get("metadataOptions")).get("httpTokens")
+    if is_unknown(tokens) or known_str(tokens) == "required":
         return []
     return [Finding.of(LAUNCH_TEMPLATE_IMDSV2, "metadataOptions.httpTokens",
-                       f"metadataOptions.httpTokens is {_known_str(tokens) or 'unset'!s}; require IMDSv2 (httpTokens: required)")]
+                       f"metadataOptions.httpTokens is {known_str(tokens) or 'unset'!s}; require IMDSv2 (httpTokens: required)")]
 
 
 def ebs_findings(template: Mapping[str, Any]) -> list[Finding]:
     """Every EBS volume of ``blockDeviceMappings`` is encrypted (unknown at preview: not judged)."""
     found = []
-    for position, mapping in enumerate(_list(template.get("blockDeviceMappings"))):
-        mapping = _mapping(mapping)
+    for position, mapping in enumerate(as_list(template.get("blockDeviceMappings"))):
+        mapping = as_mapping(mapping)
         ebs = mapping.get("ebs")
         if not isinstance(ebs, dict):
             continue
         encrypted = ebs.get("encrypted")
-        if not is_unknown(encrypted) and not _truthy(encrypted):
+        if not is_unknown(encrypted) and not truthy(encrypted):
             found.append(Finding.of(LAUNCH_TEMPLATE_EBS_ENCRYPTED, f"blockDeviceMappings[{position}].ebs.encrypted",
                                     f"blockDeviceMappings {mapping.get('deviceName', '?')}: the EBS volume is not encrypted"))
     return found

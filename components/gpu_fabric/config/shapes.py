@@ -73,6 +73,32 @@ def is_unknown(value: Any) -> bool:
     return value is UNKNOWN
 
 
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping (unknown reads as an unknown mapping), else an empty one."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """``value`` when it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def known_str(value: Any) -> Optional[str]:
+    """``value`` as a string when it is a known scalar, else ``None``."""
+    if value is None or is_unknown(value) or isinstance(value, (Mapping, list)):
+        return None
+    return str(value)
+
+
+def truthy(value: Any) -> bool:
+    """A known true value, accepting pulumi-aws's string booleans (``"true"``)."""
+    if is_unknown(value):
+        return False
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return value is True
+
+
 def mapping_at(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """``obj[key]`` when it is a mapping (or unknown), else an empty one."""
     value = obj.get(key)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from gpu_fabric.config.pool import INSTANCE_TYPE_LABEL, pool_node_labels
-from gpu_fabric.config.shapes import is_unknown
+from gpu_fabric.config.shapes import as_list, as_mapping, is_unknown, known_str
 
 if TYPE_CHECKING:
     from gpu_fabric.config.pool import PoolSpec
@@ -90,20 +90,6 @@ def pool_view_of(spec: "PoolSpec") -> PoolView:
         topology=spec.topology.model_dump(by_alias=True, exclude_none=True))
 
 
-def _known_str(value: Any) -> Optional[str]:
-    if value is None or is_unknown(value) or isinstance(value, (Mapping, list)):
-        return None
-    return str(value)
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _int_or_none(value: Any) -> Optional[int]:
     if isinstance(value, bool) or is_unknown(value) or value is None:
         return None
@@ -117,18 +103,18 @@ def pool_view_of_input(pool: Mapping[str, Any]) -> Optional[PoolView]:
     """A pool as a ``KueuePool``'s ``pool`` input carries it (camelCase; ``None`` while its name is not known)."""
     from gpu_fabric.config.instance_type_names import manufacturer_of
 
-    name = _known_str(pool.get("name"))
+    name = known_str(pool.get("name"))
     if not name:
         return None
     # An unknown fabric is not "none": the rules that read it wait for the value (PoolView.fabric_unknown).
-    fabric = UNKNOWN_FABRIC if is_unknown(pool.get("fabric")) else _known_str(pool.get("fabric")) or "none"
-    aws = _mapping(pool.get("aws"))
-    instance_types = tuple(str(t) for t in _list(aws.get("instanceTypes")) if _known_str(t))
-    labels = view_node_labels(name, fabric, _mapping(pool.get("nodeLabels")), instance_types,
-                              {k: v for k, v in _mapping(aws.get("labels")).items() if _known_str(v)})
-    taints = [t for t in [*_list(pool.get("taints")), *_list(aws.get("taints"))] if isinstance(t, Mapping)]
+    fabric = UNKNOWN_FABRIC if is_unknown(pool.get("fabric")) else known_str(pool.get("fabric")) or "none"
+    aws = as_mapping(pool.get("aws"))
+    instance_types = tuple(str(t) for t in as_list(aws.get("instanceTypes")) if known_str(t))
+    labels = view_node_labels(name, fabric, as_mapping(pool.get("nodeLabels")), instance_types,
+                              {k: v for k, v in as_mapping(aws.get("labels")).items() if known_str(v)})
+    taints = [t for t in [*as_list(pool.get("taints")), *as_list(aws.get("taints"))] if isinstance(t, Mapping)]
     topology = pool.get("topology")
     return PoolView(
         name=name, fabric=fabric, interfaces_per_node=_int_or_none(pool.get("interfacesPerNode")), labels=labels,
-        taints=tuple(taints), manufacturer=_known_str(pool.get("manufacturer")) or manufacturer_of(name),
+        taints=tuple(taints), manufacturer=known_str(pool.get("manufacturer")) or manufacturer_of(name),
         instance_types=instance_types, topology=topology if isinstance(topology, Mapping) else None)

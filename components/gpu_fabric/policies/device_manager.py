@@ -23,10 +23,10 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 
 from gpu_fabric.findings import Finding
 from gpu_fabric.gpustack.device_manager_access import DEVICE_MANAGER_LEAST_PRIVILEGE
-from gpu_fabric.config.shapes import is_unknown
+from gpu_fabric.config.shapes import as_list, as_mapping, is_unknown, known_str
 from gpu_fabric.kube.pod_templates import pod_spec_of
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import as_list, as_mapping, known_str, Resource
+from gpu_fabric.policies.resource_view import Resource
 from gpu_fabric.policies.reporting import report_finding
 
 _ROLE_KINDS = ("ClusterRole", "Role")

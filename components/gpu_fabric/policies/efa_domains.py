@@ -33,24 +33,9 @@ from gpu_fabric.plan.efa_domains.derivation import (
 )
 from gpu_fabric.plan.efa_domains.description import describe_domain
 from gpu_fabric.plan.efa_domains.rules import DOMAIN_MEMBER_SELECTOR, EC2_EFA_LIMITS, POLICY as DOMAIN_POLICY
-from gpu_fabric.config.shapes import rests_on_unknown
+from gpu_fabric.config.shapes import as_list, as_mapping, known_str, rests_on_unknown
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import (
-    KUEUE_POOL_TYPE,
-    NODE_GROUP_TYPE,
-    SECURITY_GROUP_TYPE,
-    ancestors,
-    as_list,
-    as_mapping,
-    efa_interfaces,
-    known_str,
-    node_group_launch_template,
-    pool_facts,
-    pool_node_groups,
-    PoolFacts,
-    Resource,
-    siblings,
-)
+from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, NODE_GROUP_TYPE, SECURITY_GROUP_TYPE, ancestors, efa_interfaces, node_group_launch_template, pool_facts, pool_node_groups, PoolFacts, Resource, siblings
 from gpu_fabric.policies.karpenter import node_pool_security_groups
 from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator

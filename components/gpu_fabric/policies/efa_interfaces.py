@@ -20,9 +20,9 @@ from pulumi_policy import (
 
 from gpu_fabric.aws.launch_template_rules import efa_interfaces, interface_findings, security_group_findings
 from gpu_fabric.findings import Finding
-from gpu_fabric.config.shapes import unknown_paths
+from gpu_fabric.config.shapes import known_str, unknown_paths
 from gpu_fabric.policies.engine_wire import resource_of
-from gpu_fabric.policies.resource_view import LAUNCH_TEMPLATE_TYPE, known_str
+from gpu_fabric.policies.resource_view import LAUNCH_TEMPLATE_TYPE
 from gpu_fabric.policies.reporting import report_finding
 
 ALLOW_FEWER_EFA_INTERFACES: dict[str, Any] = {

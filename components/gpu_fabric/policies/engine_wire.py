@@ -23,8 +23,8 @@ from pulumi_policy import PolicyResource, StackValidationArgs
 from pulumi_policy.policy import _NotApplicableError, _PolicyAnalyzerServicer
 from pulumi_policy.proxy import UnknownValueError, _DictProxy, _ListProxy, _is_unknown, unknown_checking_proxy
 
-from gpu_fabric.config.shapes import UNKNOWN, Unknown
-from gpu_fabric.policies.resource_view import Resource, as_mapping
+from gpu_fabric.config.shapes import UNKNOWN, Unknown, as_mapping
+from gpu_fabric.policies.resource_view import Resource
 
 PULUMI_POLICY_VERSIONS = ((1, 18), (2, 0))
 """The pulumi-policy releases this boundary was written against: at least 1.18, below 2.0 (as pyproject.toml

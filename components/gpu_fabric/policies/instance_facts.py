@@ -12,11 +12,12 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from gpu_fabric.config.shapes import as_list, as_mapping
 from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
 from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings
 from gpu_fabric.findings import Finding
 from gpu_fabric.policies.engine_wire import plain
-from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, as_list, as_mapping
+from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE
 from gpu_fabric.policies.reporting import report_finding
 
 

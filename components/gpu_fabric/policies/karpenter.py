@@ -41,16 +41,9 @@ from gpu_fabric.aws.karpenter import (
 from gpu_fabric.findings import Finding
 from gpu_fabric.policies.efa_interfaces import ALLOW_FEWER_EFA_INTERFACES, allows_fewer_efa_interfaces
 from gpu_fabric.policies.reporting import report_finding
-from gpu_fabric.config.shapes import rests_on_unknown
+from gpu_fabric.config.shapes import as_list, as_mapping, known_str, rests_on_unknown
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import (
-    EFA_INTERFACE_TYPES,
-    SECURITY_GROUP_TYPE,
-    as_list,
-    as_mapping,
-    known_str,
-    Resource,
-)
+from gpu_fabric.policies.resource_view import EFA_INTERFACE_TYPES, SECURITY_GROUP_TYPE, Resource
 
 KARPENTER_POOL_TYPE = "gpu-fabric:index:KarpenterEfaPool"
 

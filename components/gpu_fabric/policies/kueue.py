@@ -13,12 +13,13 @@ from typing import Any, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
+from gpu_fabric.config.shapes import as_list, as_mapping, known_str
 from gpu_fabric.config import constants
 from gpu_fabric.findings import Finding, ObjectRef
 from gpu_fabric.kube.kueue_rules import covered_keys_findings, queue_label_findings
 from gpu_fabric.kube.pod_templates import pod_spec_of, requested_resource_names
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import as_list, as_mapping, known_str, pool_facts, Resource
+from gpu_fabric.policies.resource_view import pool_facts, Resource
 from gpu_fabric.gpustack.transfer_legs import EFA_KEY, FABRIC_KEYS
 from gpu_fabric.policies.reporting import report_finding
 

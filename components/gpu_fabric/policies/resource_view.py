@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from gpu_fabric.aws.launch_template_rules import EFA_INTERFACE_TYPES, efa_interfaces
 from gpu_fabric.config import constants
 from gpu_fabric.config.pool import ARCH_LABEL, EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL
-from gpu_fabric.config.shapes import is_unknown
+from gpu_fabric.config.shapes import as_list, as_mapping, known_str
 from gpu_fabric.kube.pool_view import PoolView, pool_view_of_input, view_node_labels
 
 KUEUE_POOL_TYPE = "gpu-fabric:index:KueuePool"
@@ -33,32 +33,6 @@ LAUNCH_TEMPLATE_TYPE = constants.LAUNCH_TEMPLATE_TYPE
 NODE_GROUP_TYPE = constants.NODE_GROUP_TYPE
 SECURITY_GROUP_TYPE = constants.SECURITY_GROUP_TYPE
 PLACEMENT_GROUP_TYPE = constants.PLACEMENT_GROUP_TYPE
-
-
-def known_str(value: Any) -> Optional[str]:
-    """``value`` as a string when it is a known scalar, else ``None``."""
-    if value is None or is_unknown(value) or isinstance(value, (Mapping, list)):
-        return None
-    return str(value)
-
-
-def as_mapping(value: Any) -> Mapping[str, Any]:
-    """``value`` when it is a mapping (unknown reads as an unknown mapping), else an empty one."""
-    return value if isinstance(value, Mapping) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    """``value`` when it is a list, else an empty one."""
-    return value if isinstance(value, list) else []
-
-
-def truthy(value: Any) -> bool:
-    """A known true value, accepting pulumi-aws's string booleans (``"true"``)."""
-    if is_unknown(value):
-        return False
-    if isinstance(value, str):
-        return value.strip().lower() == "true"
-    return value is True
 
 
 # -- the stack ---------------------------------------------------------------------------------------

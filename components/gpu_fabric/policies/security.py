@@ -21,10 +21,10 @@ from gpu_fabric.findings import FieldPath, Finding, ObjectRef
 from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP
 from gpu_fabric.gpustack.privilege_rules import member_privilege_findings, role_privilege_findings
 from gpu_fabric.kube.topology_agent import COMPONENT_ANNOTATION
-from gpu_fabric.config.shapes import rests_on_unknown
+from gpu_fabric.config.shapes import as_list, rests_on_unknown
 from gpu_fabric.kube.pod_templates import pod_spec_of
 from gpu_fabric.policies.engine_wire import resource_of
-from gpu_fabric.policies.resource_view import LAUNCH_TEMPLATE_TYPE, as_list
+from gpu_fabric.policies.resource_view import LAUNCH_TEMPLATE_TYPE
 from gpu_fabric.policies.reporting import report_finding
 
 

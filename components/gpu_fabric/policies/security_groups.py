@@ -31,18 +31,9 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 
 from gpu_fabric.aws.security_group_rules import GroupRule, self_rule_findings
 from gpu_fabric.config import constants
-from gpu_fabric.config.shapes import is_unknown
+from gpu_fabric.config.shapes import as_list, as_mapping, is_unknown, known_str, truthy
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import (
-    SECURITY_GROUP_TYPE,
-    as_list,
-    as_mapping,
-    is_efa_launch_template,
-    known_str,
-    Resource,
-    siblings,
-    truthy,
-)
+from gpu_fabric.policies.resource_view import SECURITY_GROUP_TYPE, is_efa_launch_template, Resource, siblings
 from gpu_fabric.findings import Finding
 from gpu_fabric.policies.karpenter import efa_node_classes, node_class_security_groups
 from gpu_fabric.policies.reporting import report_finding

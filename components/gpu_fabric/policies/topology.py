@@ -18,10 +18,11 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
+from gpu_fabric.config.shapes import as_mapping, known_str
 from gpu_fabric.findings import Finding
 from gpu_fabric.kube.topology_rules import alignment_findings, delivery_findings, topology_input_findings
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, as_mapping, known_str, pool_facts, Resource
+from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, pool_facts, Resource
 from gpu_fabric.policies.reporting import report_finding
 
 

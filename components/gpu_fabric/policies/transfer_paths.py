@@ -21,12 +21,12 @@ from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.config.shapes import is_unknown, unknown_paths
+from gpu_fabric.config.shapes import as_mapping, is_unknown, known_str, unknown_paths
 from gpu_fabric.findings import Finding, ObjectRef
 from gpu_fabric.gpustack.profiles import Profile, UnknownOperatorVersion, default_profile, profile_for
 from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP, analyze
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, as_mapping, known_str, Resource
+from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, Resource
 from gpu_fabric.policies.reporting import report_finding
 
 DEFAULT_NAMESPACE = "default"

@@ -235,16 +235,14 @@ def _alias_urns(request: Any, stack: str, project: str) -> tuple[str, ...]:
     return tuple(sorted(set(urns)))
 
 
-_SIG_KEY = "4dabf18193072939515e22adb298388d"
-_RESOURCE_REFERENCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-
-
 def _references_as_analyzers_see_them(value: Any) -> Any:
     """Resource references (a component's outputs often are resources) as the engine marshals them for
     an analyzer, which keeps no references: the resource's id when it has one, else its URN (pulumi/pulumi
     sdk/go/common/resource/plugin/rpc.go ``MarshalPropertyValue`` with ``KeepResources`` false)."""
+    from pulumi.runtime import rpc
+
     if isinstance(value, dict):
-        if value.get(_SIG_KEY) == _RESOURCE_REFERENCE_SIG:
+        if value.get(rpc._special_sig_key) == rpc._special_resource_sig:
             return value.get("id") or value.get("urn", "")
         return {key: _references_as_analyzers_see_them(item) for key, item in value.items()}
     if isinstance(value, list):
