@@ -12,7 +12,7 @@ import math
 import re
 import types
 import typing
-from typing import Any, Iterable, Sequence, Union
+from typing import Any, Iterable, Mapping, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
@@ -90,6 +90,27 @@ def number_problems(value: Any, location: Sequence[Any] = ()) -> Iterable[Findin
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
             yield from number_problems(item, [*location, index])
+
+
+FINITE_NUMBERS = Rule(
+    "finite-numbers", "no resource input is NaN or infinite: no API takes it and JSON cannot carry it",
+    source="https://protobuf.dev/programming-guides/json/ (google.protobuf.Value: NaN and Infinity are not "
+           "JSON values) and gpu-fabric",
+    policy="finite-numbers")
+"""A number that is NaN or infinite in what a resource is given (a component computed it, or a program did)."""
+
+
+def non_finite_numbers(value: Any, location: Sequence[Any] = ()) -> Iterable[Finding]:
+    """Every NaN or infinite number in ``value`` (a resource's inputs), by path, as findings of :data:`FINITE_NUMBERS`."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield Finding.of(FINITE_NUMBERS, FieldPath.from_location(location),
+                         f"{value!r} is not a finite number (nothing downstream can take it)")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from non_finite_numbers(item, [*location, key])
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from non_finite_numbers(item, [*location, index])
 
 
 def format_path(location: Sequence[Any]) -> str:

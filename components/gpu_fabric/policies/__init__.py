@@ -24,6 +24,7 @@ from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
 from gpu_fabric.policies.efa_domains import efa_domain_placement, efa_domain_security_group
 from gpu_fabric.policies.efa_interfaces import efa_launch_template_interfaces
+from gpu_fabric.policies.finite_numbers import finite_numbers
 from gpu_fabric.policies.instance_facts import pool_instance_facts
 from gpu_fabric.policies.karpenter import karpenter_efa_pool
 from gpu_fabric.policies.kueue import kueue_fabric_keys_covered, kueue_fabric_workload_queue
@@ -70,6 +71,7 @@ ALL_POLICIES: list[Policy] = [
     kubelet_host_access,
     fabric_workloads,
     fabric_workloads_advisory,
+    finite_numbers,
 ]
 """Every policy, in the order the pack lists them. Each reports the findings of the rules it adapts; a
 finding that rests on a value unknown at preview is withheld (:func:`gpu_fabric.policies.reporting.report_finding`)."""
@@ -104,6 +106,7 @@ __all__ = [
     "device_plugin_coverage",
     "efa_domain_placement",
     "efa_domain_security_group",
+    "finite_numbers",
     "efa_launch_template_interfaces",
     "efa_node_group_placement",
     "efa_security_group_self_rules",

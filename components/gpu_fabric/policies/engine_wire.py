@@ -17,8 +17,12 @@ servicer. These are private names of pulumi-policy (``_DictProxy``, ``_ListProxy
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
+import pulumi_policy.policy as _analyzer_module
+from google.protobuf import json_format as _json_format
+from google.protobuf import struct_pb2
 from pulumi_policy import PolicyResource, StackValidationArgs
 from pulumi_policy.policy import _NotApplicableError, _PolicyAnalyzerServicer
 from pulumi_policy.proxy import UnknownValueError, _DictProxy, _ListProxy, _is_unknown, unknown_checking_proxy
@@ -36,8 +40,59 @@ NotApplicableError = _NotApplicableError
 AnalyzerServicer = _PolicyAnalyzerServicer
 """pulumi_policy's analyzer gRPC servicer (``PolicyPack`` builds one, then serves it forever)."""
 
-__all__ = ["AnalyzerServicer", "NotApplicableError", "UnknownValueError", "plain", "proxied", "resource_of",
-           "stack_resources"]
+__all__ = ["AnalyzerServicer", "NotApplicableError", "UnknownValueError", "decode_non_finite_numbers", "plain",
+           "proxied", "resource_of", "stack_resources"]
+
+
+def _struct_value(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "struct_value":
+        return _struct_dict(value.struct_value)
+    if kind == "list_value":
+        return [_struct_value(item) for item in value.list_value.values]
+    if kind == "number_value":
+        return value.number_value
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    return None
+
+
+def _struct_dict(message: struct_pb2.Struct) -> dict[str, Any]:
+    return {key: _struct_value(item) for key, item in message.fields.items()}
+
+
+class _NonFiniteTolerantJsonFormat:
+    """``google.protobuf.json_format`` as the analyzer uses it, but a ``Struct`` decodes natively.
+
+    protobuf's JSON mapping has no NaN or infinity, so ``MessageToDict`` raises on a ``Struct`` holding
+    one ("Fail to serialize NaN for Value.number_value"), and pulumi_policy's servicer calls it on every
+    resource's properties (``pulumi_policy/policy.py`` ``Analyze``/``AnalyzeStack``): one NaN input
+    anywhere failed the whole preview with a pack error. Decoded natively the NaN reaches the
+    ``finite-numbers`` policy, which refuses it at its path. Every other message goes to protobuf.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_json_format, name)
+
+    @staticmethod
+    def MessageToDict(message: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N802 - protobuf's name
+        if isinstance(message, struct_pb2.Struct) and not args and not kwargs:
+            return _struct_dict(message)
+        return _json_format.MessageToDict(message, *args, **kwargs)
+
+
+def decode_non_finite_numbers() -> None:
+    """Make the analyzer decode NaN and infinite numbers instead of failing the call (idempotent).
+
+    The pack's entry point (``policy/__main__.py``) and ``gpu-fabric check --preview`` call this before
+    they serve; it replaces the ``json_format`` module pulumi_policy's servicer reads (a private
+    attribute of ``pulumi_policy.policy`` at :data:`PULUMI_POLICY_VERSIONS`).
+    """
+    if not isinstance(_analyzer_module.json_format, _NonFiniteTolerantJsonFormat):
+        _analyzer_module.json_format = _NonFiniteTolerantJsonFormat()  # type: ignore[assignment]
+
 
 
 def _is_unknown_sentinel(value: Any) -> bool:
@@ -66,7 +121,7 @@ def plain(value: Any) -> Any:
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, float):
-        return int(value) if value.is_integer() else value
+        return int(value) if math.isfinite(value) and value.is_integer() else value
     if isinstance(value, Mapping):
         return {str(key): plain(_target(value)[key]) for key in value}
     if isinstance(value, (list, tuple)):

@@ -65,8 +65,9 @@ def served_pack(policies: Optional[Sequence[Any]] = None, display_name: str = "g
     ``GetAnalyzerInfo`` answers (:func:`gpu_fabric.policies.pack_display_name`).
     """
     from gpu_fabric.policies import ALL_POLICIES, PACK_SETTINGS
-    from gpu_fabric.policies.engine_wire import AnalyzerServicer
+    from gpu_fabric.policies.engine_wire import AnalyzerServicer, decode_non_finite_numbers
 
+    decode_non_finite_numbers()
     settings = PACK_SETTINGS
     # PolicyPack passes the version "0.0.1" (the engine reads the real one from PulumiPolicy.yaml).
     servicer = AnalyzerServicer(

@@ -74,6 +74,7 @@ def _entries(*pairs: tuple[Rule, Callable[..., Any]]) -> tuple[RegisteredRule, .
 REGISTRY: tuple[RegisteredRule, ...] = _entries(
     # What the user writes, and what the stack's objects refer to.
     (config_base.CONFIGURATION, FabricConfig),
+    (config_base.FINITE_NUMBERS, config_base.non_finite_numbers),
     (configuration.REFERENCES, configuration.reference_findings),
     (configuration.AWS_TARGET, configuration.aws_target_findings),
     (fabric_plan.TOPOLOGY_AGENT_SCOPE, fabric_plan.topology_agent_problems),
