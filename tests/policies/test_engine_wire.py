@@ -46,3 +46,12 @@ def test_no_module_or_test_imports_a_private_policies_module():
     private = sorted(str(path) for path in [*PACKAGE_DIR.rglob("*.py"), *TESTS_DIR.rglob("*.py")]
                      if any(name.startswith("gpu_fabric.policies._") for name in _imports(path)))
     assert private == []
+
+
+def test_the_analyzer_still_decodes_properties_through_its_json_format_module():
+    """decode_non_finite_numbers replaces ``pulumi_policy.policy.json_format``: the servicer must still read it."""
+    import inspect
+
+    import pulumi_policy.policy as analyzer_module
+
+    assert "json_format.MessageToDict(request.properties)" in inspect.getsource(analyzer_module._PolicyAnalyzerServicer)
