@@ -171,6 +171,10 @@ class PodView:
 
 
 def _kind_of(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "a number"
     return {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), f"a {type(value).__name__}")
 
