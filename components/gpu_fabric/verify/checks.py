@@ -111,13 +111,15 @@ class VerifyReport:
     target: str
     pools: list[PoolResult] = field(default_factory=list)
     objects: list[Check] = field(default_factory=list)
+    devices: list[Check] = field(default_factory=list)
+    """GPU/NIC PCIe-root alignment of each allocated DRA claim (:mod:`gpu_fabric.verify.dra`)."""
     logs: list[Any] = field(default_factory=list)
     """:class:`gpu_fabric.verify.nccl.LogVerdict` per ``--nccl-log`` file."""
 
     def all_checks(self) -> list[Check]:
-        """Every check: pools (with their nodes), objects, then NCCL logs."""
+        """Every check: pools (with their nodes), objects, DRA device alignment, then NCCL logs."""
         checks = [check for pool in self.pools for check in pool.all_checks()]
-        return checks + list(self.objects) + [log.check() for log in self.logs]
+        return checks + list(self.objects) + list(self.devices) + [log.check() for log in self.logs]
 
     @property
     def status(self) -> Status:
@@ -287,4 +289,8 @@ def verify(expectations: StackExpectations, snapshot: ClusterSnapshot, target: s
         report.pools.append(pool_result(pool, members[pool.name], snapshot, claimed_by))
     for expectation in expectations.objects:
         report.objects.extend(object_checks(expectation, snapshot.objects.get(expectation.ref)))
+    # Imported here: gpu_fabric.verify.dra builds its results from this module's Check.
+    from gpu_fabric.verify.dra import alignment_checks
+
+    report.devices.extend(alignment_checks(snapshot.claims, snapshot.slices))
     return report
