@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
+from gpu_fabric.config.shapes import as_list, as_mapping
 from gpu_fabric.kube.dra_claims import GPU_DRIVERS, NIC_DRIVERS, PCIE_ROOT_ATTRIBUTE, read_claim
 from gpu_fabric.verify.checks import FAIL, INCONCLUSIVE, PASS, Check
 
@@ -42,29 +43,21 @@ DeviceKey = tuple[str, str, str]
 """``(driver, pool, device)``: a device as an allocation result names it."""
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _items(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def slice_devices(slices: Sequence[Any]) -> dict[DeviceKey, SlicedDevice]:
     """Every device the ResourceSlices publish, by ``(driver, pool, device)``; entries of the wrong shape are
     left out (an allocated device no slice publishes is then "not checked")."""
     devices: dict[DeviceKey, SlicedDevice] = {}
     for item in slices:
-        spec = _mapping(_mapping(item).get("spec"))
-        driver, pool = spec.get("driver"), _mapping(spec.get("pool")).get("name")
+        spec = as_mapping(as_mapping(item).get("spec"))
+        driver, pool = spec.get("driver"), as_mapping(spec.get("pool")).get("name")
         node = spec.get("nodeName")
         if not isinstance(driver, str) or not isinstance(pool, str):
             continue
-        for device in _items(spec.get("devices")):
-            name = _mapping(device).get("name")
+        for device in as_list(spec.get("devices")):
+            name = as_mapping(device).get("name")
             if not isinstance(name, str):
                 continue
-            root = _mapping(_mapping(_mapping(device).get("attributes")).get(PCIE_ROOT_ATTRIBUTE)).get("string")
+            root = as_mapping(as_mapping(as_mapping(device).get("attributes")).get(PCIE_ROOT_ATTRIBUTE)).get("string")
             devices[(driver, pool, name)] = SlicedDevice(node if isinstance(node, str) else "",
                                                          root if isinstance(root, str) and root else None)
     return devices
@@ -88,7 +81,7 @@ class Allocated:
 
 
 def _name(claim: Mapping[str, Any]) -> tuple[str, str]:
-    metadata = _mapping(claim.get("metadata"))
+    metadata = as_mapping(claim.get("metadata"))
     namespace, name = metadata.get("namespace"), metadata.get("name")
     return (namespace if isinstance(namespace, str) else "", name if isinstance(name, str) else "?")
 
@@ -96,10 +89,10 @@ def _name(claim: Mapping[str, Any]) -> tuple[str, str]:
 def pods_of(claim: Mapping[str, Any]) -> list[str]:
     """The pods a claim is reserved for (``status.reservedFor[]`` of resource ``pods``), else the Pod owning it."""
     namespace, _ = _name(claim)
-    pods = [str(entry["name"]) for entry in _items(_mapping(claim.get("status")).get("reservedFor"))
+    pods = [str(entry["name"]) for entry in as_list(as_mapping(claim.get("status")).get("reservedFor"))
             if isinstance(entry, Mapping) and entry.get("resource") == "pods" and isinstance(entry.get("name"), str)]
     if not pods:
-        pods = [str(owner["name"]) for owner in _items(_mapping(claim.get("metadata")).get("ownerReferences"))
+        pods = [str(owner["name"]) for owner in as_list(as_mapping(claim.get("metadata")).get("ownerReferences"))
                 if isinstance(owner, Mapping) and owner.get("kind") == "Pod" and isinstance(owner.get("name"), str)]
     return [f"{namespace}/{pod}" if namespace else pod for pod in sorted(set(pods))]
 
