@@ -254,3 +254,15 @@ def test_dra_findings_reads_shapes_of_claims_templates_and_pods():
     template["spec"] = ["not", "a", "mapping"]
     manifests = [template, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"resourceClaims": "x"}}]
     assert ids(dra_findings(manifests, DraContext())) == [("dra-claim-shape", "spec"), ("dra-claim-shape", "spec.resourceClaims")]
+
+
+def test_a_host_network_pod_naming_a_dranet_resource_claim_is_refused_too():
+    named = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "shared-efa", "namespace": "team-a"},
+             "spec": aligned_spec()}
+    manifest = pod(templates=(), host_network=True)
+    manifest["spec"]["resourceClaims"] = [{"name": "efa", "resourceClaimName": "shared-efa"}]
+    found = dra_findings([named, manifest], DraContext())
+    assert ids(found) == [("dra-dranet-host-network", "spec.hostNetwork")]
+    assert "(ResourceClaim shared-efa)" in found[0].message
+    other_namespace = dict(named, metadata={"name": "shared-efa", "namespace": "team-b"})
+    assert dra_findings([other_namespace, manifest], DraContext()) == []

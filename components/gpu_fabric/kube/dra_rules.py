@@ -108,24 +108,25 @@ class DraContext:
 # -- the rules -------------------------------------------------------------------------------------------
 
 
-def host_network_findings(pod: PodView, templates: Mapping[str, ClaimSpec], context: DraContext) -> list[Finding]:
-    """A ``hostNetwork: true`` pod whose claim template asks for a DRANET device.
+def host_network_findings(pod: PodView, specs: Mapping[tuple[str, str], ClaimSpec], context: DraContext) -> list[Finding]:
+    """A ``hostNetwork: true`` pod whose claim (from a template or a named ResourceClaim) asks for a DRANET device.
 
     DRANET refuses the sandbox: ``RunPodSandbox pod %s/%s using host network can not claim host devices``
-    (kubernetes-sigs/dranet pkg/driver/nri_hooks.go); the pod never starts. ``templates``: the claim
-    specs of the templates in the pod's namespace, by name.
+    (kubernetes-sigs/dranet pkg/driver/nri_hooks.go); the pod never starts. ``specs``: the claim specs of
+    the pod's namespace by ``(kind, name)`` (``ResourceClaimTemplate`` or ``ResourceClaim``).
     """
     if not pod.host_network:
         return []
     found = []
     for claim in pod.claims:
-        spec = templates.get(claim.template or "")
+        kind, name = (CLAIM_TEMPLATE_KIND, claim.template) if claim.template else (CLAIM_KIND, claim.claim)
+        spec = specs.get((kind, name or ""))
         if spec is None:
             continue
         dranet = sorted(spec.device_classes & context.kinds.dranet)
         if dranet:
             found.append(Finding.of(DRA_DRANET_HOST_NETWORK, pod.path / "hostNetwork", (
-                f"hostNetwork: true with claim {claim.name!r} (ResourceClaimTemplate {claim.template}) asking for "
+                f"hostNetwork: true with claim {claim.name!r} ({kind} {name}) asking for "
                 f"DRANET device class {', '.join(dranet)}: DRANET refuses the pod's sandbox (\"using host network can "
                 "not claim host devices\") and the pod never starts; drop hostNetwork"), subject=pod.subject))
     return found
@@ -281,9 +282,9 @@ def claim_spec_findings(spec: ClaimSpec, context: DraContext) -> list[Finding]:
     return [finding for rule in CLAIM_RULES for finding in rule(spec, context)]
 
 
-def pod_findings(pod: PodView, templates: Mapping[str, ClaimSpec], context: DraContext) -> list[Finding]:
-    """Every pod rule over one pod template; ``templates``: claim specs of its namespace's templates, by name."""
-    return [*host_network_findings(pod, templates, context), *template_reference_findings(pod, context),
+def pod_findings(pod: PodView, specs: Mapping[tuple[str, str], ClaimSpec], context: DraContext) -> list[Finding]:
+    """Every pod rule over one pod template; ``specs``: claim specs of its namespace by ``(kind, name)``."""
+    return [*host_network_findings(pod, specs, context), *template_reference_findings(pod, context),
             *device_plugin_key_findings(pod, context)]
 
 
@@ -310,25 +311,31 @@ def _pod_specs(manifest: Mapping[str, Any]) -> list[tuple[Any, tuple[str, ...]]]
     return found
 
 
-def claim_templates(manifests: Iterable[Mapping[str, Any]]) -> tuple[dict[tuple[str, str], ClaimSpec], list[Finding]]:
-    """``(namespace, name) -> claim spec`` of every ResourceClaimTemplate among ``manifests``, and their shape findings."""
-    specs: dict[tuple[str, str], ClaimSpec] = {}
+ClaimKey = tuple[str, str, str]
+"""``(namespace, kind, name)`` of a ResourceClaimTemplate or ResourceClaim."""
+
+
+def claim_specs(manifests: Iterable[Mapping[str, Any]]) -> tuple[dict[ClaimKey, ClaimSpec], list[Finding]]:
+    """The claim spec of every ResourceClaimTemplate and ResourceClaim among ``manifests`` by
+    ``(namespace, kind, name)``, and their shape findings."""
+    specs: dict[ClaimKey, ClaimSpec] = {}
     problems: list[Finding] = []
     for manifest in manifests:
-        if is_resource_object(manifest, CLAIM_TEMPLATE_KIND):
-            spec, shape = read_claim_template(manifest)
-            ref = object_ref(manifest)
-            specs[(ref.namespace or "default", ref.name)] = spec
-            problems.extend(shape)
+        for kind, read in ((CLAIM_TEMPLATE_KIND, read_claim_template), (CLAIM_KIND, read_claim)):
+            if is_resource_object(manifest, kind):
+                spec, shape = read(manifest)
+                ref = object_ref(manifest)
+                specs[(ref.namespace or "default", kind, ref.name)] = spec
+                problems.extend(shape)
     return specs, problems
 
 
-def workload_findings(manifest: Mapping[str, Any], templates: Mapping[tuple[str, str], ClaimSpec],
+def workload_findings(manifest: Mapping[str, Any], specs: Mapping[ClaimKey, ClaimSpec],
                       context: DraContext) -> list[Finding]:
-    """Shape and pod rules over every pod template of one workload; ``templates`` from :func:`claim_templates`."""
+    """Shape and pod rules over every pod template of one workload; ``specs`` from :func:`claim_specs`."""
     ref = object_ref(manifest)
     namespace = ref.namespace or "default"
-    in_namespace = {name: spec for (space, name), spec in templates.items() if space == namespace}
+    in_namespace = {(kind, name): spec for (space, kind, name), spec in specs.items() if space == namespace}
     found: list[Finding] = []
     for pod_spec, segments in _pod_specs(manifest):
         pod, shape = read_pod(pod_spec, FieldPath(segments), ref, namespace)
@@ -339,19 +346,14 @@ def workload_findings(manifest: Mapping[str, Any], templates: Mapping[tuple[str,
 
 def dra_findings(manifests: Sequence[Mapping[str, Any]], context: DraContext) -> list[Finding]:
     """Every DRA rule over ``manifests`` with one context: the templates' and claims' shapes and claim rules,
-    then every workload's pod rules (templates looked up among ``manifests``). DeviceClasses among the
+    then every workload's pod rules (templates and named claims looked up among ``manifests``). DeviceClasses among the
     manifests join the context's kinds. For a context per pool or namespace call :func:`workload_findings`
     and :func:`claim_spec_findings` yourself."""
     context = context.with_device_classes(manifests)
-    templates, found = claim_templates(manifests)
-    for spec in templates.values():
+    specs, found = claim_specs(manifests)
+    for spec in specs.values():
         found.extend(claim_spec_findings(spec, context))
     for manifest in manifests:
-        if is_resource_object(manifest, CLAIM_KIND):
-            spec, shape = read_claim(manifest)
-            found.extend(shape)
-            found.extend(claim_spec_findings(spec, context))
-    for manifest in manifests:
-        found.extend(workload_findings(manifest, templates, context))
+        found.extend(workload_findings(manifest, specs, context))
     return found
 

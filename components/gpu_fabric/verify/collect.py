@@ -156,7 +156,7 @@ def list_all(transport: Transport, path: str, what: str) -> list[Any]:
 
 def dra_refs(namespaces: Iterable[str]) -> list[ObjectRef]:
     """The kinds :func:`read_dra` lists, for discovery (none when the stack renders no claim template)."""
-    return [ObjectRef(RESOURCE_API, kind, "", "") for kind in DRA_KINDS] if any(True for _ in namespaces) else []
+    return [ObjectRef(RESOURCE_API, kind, "", "") for kind in DRA_KINDS] if list(namespaces) else []
 
 
 def read_dra(transport: Transport, namespaces: Iterable[str],
