@@ -17,9 +17,8 @@ from support.fake_kube import FakeApiServer
 from support.verify_clusters import seed_cluster
 
 from gpu_fabric.verify.api import LiveTransport
-from gpu_fabric.verify.checks import FAIL, INCONCLUSIVE, PASS, verify
+from gpu_fabric.verify.checks import FAIL, INCONCLUSIVE, PASS, alignment_checks, verify
 from gpu_fabric.verify.collect import collect
-from gpu_fabric.verify.dra import alignment_checks
 from gpu_fabric.verify.expectations import StackExpectations, claim_namespaces, object_expectations
 from gpu_fabric.verify.recording import RECORDING_INDEX, RecordingTransport, ReplayTransport
 from gpu_fabric.verify.report import render_json, render_table

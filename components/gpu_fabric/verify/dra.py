@@ -9,8 +9,8 @@ that standard attribute: research breadth-late-2026 §1.2, §1.5, §1.6). GPUDir
 GPU and its NIC share a root -- dranet's AWS example measured 11.35 GB/s aligned against 6.04 GB/s
 across roots, GDR off.
 
-Per allocated claim holding GPUs and NICs, one :class:`~gpu_fabric.verify.checks.Check` naming the
-pod(s): ``pass`` when every GPU has a NIC of the claim on its root and every NIC a GPU (within each
+Per allocated claim holding GPUs and NICs, one :class:`Alignment` naming the pod(s), which
+:mod:`gpu_fabric.verify.checks` reports as a check: ``pass`` when every GPU has a NIC of the claim on its root and every NIC a GPU (within each
 ``matchAttribute: resource.kubernetes.io/pcieRoot`` constraint's requests when the claim has such
 constraints, else across the claim), ``fail`` naming the devices and roots of a split pair,
 ``inconclusive`` ("not checked") when a device's slice publishes no pcieRoot or no slice publishes
@@ -20,15 +20,31 @@ it. An allocation of the wrong shape is a ``fail`` naming the field, never a cra
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Literal, Mapping, Optional, Sequence
 
 from gpu_fabric.config.shapes import as_list, as_mapping
 from gpu_fabric.kube.dra_claims import GPU_DRIVERS, NIC_DRIVERS, PCIE_ROOT_ATTRIBUTE, read_claim
-from gpu_fabric.verify.checks import FAIL, INCONCLUSIVE, PASS, Check
+
+Verdict = Literal["aligned", "split", "not checked", "malformed"]
+ALIGNED: Verdict = "aligned"
+SPLIT: Verdict = "split"
+NOT_CHECKED: Verdict = "not checked"
+MALFORMED: Verdict = "malformed"
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """The verdict on one claim: ``subject`` (``pod ns/name``), ``name`` (``claim X: ...``), what was found."""
+
+    subject: str
+    name: str
+    verdict: Verdict
+    found: Any
+    """Device (``driver/pool/device``) -> its PCIe root (or "not checked"); the verdict's word otherwise."""
+    detail: str
 
 CHECK_NAME = "PCIe root of each GPU/NIC pair"
 EXPECTED = "every GPU beside a NIC of the claim on its PCIe root"
-NOT_CHECKED = "not checked"
 
 
 @dataclass(frozen=True)
@@ -157,17 +173,17 @@ def _describe(device: Allocated, where: Optional[SlicedDevice]) -> str:
     return f"{device.label} on node {where.node or '?'}: its ResourceSlice publishes no {PCIE_ROOT_ATTRIBUTE}"
 
 
-def claim_alignment_check(claim: Any, devices: Mapping[DeviceKey, SlicedDevice]) -> Optional[Check]:
-    """The pairing check of one claim, or ``None`` when it is not allocated or holds no GPU and NIC together."""
+def claim_alignment(claim: Any, devices: Mapping[DeviceKey, SlicedDevice]) -> Optional[Alignment]:
+    """The pairing verdict on one claim, or ``None`` when it is not allocated or holds no GPU and NIC together."""
     if not isinstance(claim, Mapping):
-        return Check("ResourceClaim ?", CHECK_NAME, EXPECTED, "malformed", FAIL, "the listed claim is not an object")
+        return Alignment("ResourceClaim ?", CHECK_NAME, MALFORMED, "malformed", "the listed claim is not an object")
     namespace, name = _name(claim)
     subject = _subject(claim)
     check_name = f"claim {name}: {CHECK_NAME}"
     allocated, malformed = _results(claim)
     if allocated is None:
-        return Check(subject, check_name, EXPECTED, "malformed allocation", FAIL,
-                     f"ResourceClaim {namespace}/{name}: {malformed} is not of the resource.k8s.io/v1 shape")
+        return Alignment(subject, check_name, MALFORMED, "malformed allocation",
+                         f"ResourceClaim {namespace}/{name}: {malformed} is not of the resource.k8s.io/v1 shape")
     fabric = [device for device in allocated if device.kind]
     if not any(d.kind == "GPU" for d in fabric) or not any(d.kind == "NIC" for d in fabric):
         return None
@@ -191,16 +207,16 @@ def claim_alignment_check(claim: Any, devices: Mapping[DeviceKey, SlicedDevice])
                 split.append(f"{device.kind} {device.label} on {root} has no {other} of the claim on its root ({shown})")
     claim_text = f"ResourceClaim {namespace}/{name}"
     if split:
-        return Check(subject, check_name, EXPECTED, found, FAIL,
-                     f"{claim_text}: " + "; ".join(split) + " -- GPUDirect RDMA is off across PCIe roots")
+        return Alignment(subject, check_name, SPLIT, found,
+                         f"{claim_text}: " + "; ".join(split) + " -- GPUDirect RDMA is off across PCIe roots")
     if unknown:
-        return Check(subject, check_name, EXPECTED, NOT_CHECKED, INCONCLUSIVE,
-                     f"{claim_text}: " + "; ".join(sorted(set(unknown))))
-    return Check(subject, check_name, EXPECTED, found, PASS, claim_text)
+        return Alignment(subject, check_name, NOT_CHECKED, NOT_CHECKED,
+                         f"{claim_text}: " + "; ".join(sorted(set(unknown))))
+    return Alignment(subject, check_name, ALIGNED, found, claim_text)
 
 
-def alignment_checks(claims: Sequence[Any], slices: Sequence[Any]) -> list[Check]:
-    """One check per allocated claim holding GPUs and NICs, in claim order (namespace, name)."""
+def alignments(claims: Sequence[Any], slices: Sequence[Any]) -> list[Alignment]:
+    """One verdict per allocated claim holding GPUs and NICs, in claim order (namespace, name)."""
     devices = slice_devices(slices)
     ordered = sorted(claims, key=lambda claim: _name(claim) if isinstance(claim, Mapping) else ("", ""))
-    return [check for claim in ordered if (check := claim_alignment_check(claim, devices)) is not None]
+    return [verdict for claim in ordered if (verdict := claim_alignment(claim, devices)) is not None]
