@@ -69,6 +69,8 @@ class FakeCluster:
     """apiVersion -> discovery resource list; remove a key to 'uninstall' a CRD group."""
     objects: dict[str, dict[str, Any]] = field(default_factory=dict)
     """API path -> object."""
+    lists: dict[str, list[Any]] = field(default_factory=dict)
+    """Collection path -> its items, listed with ``limit``/``continue`` paging (ResourceClaims, ResourceSlices)."""
     token: str = TOKEN
     configz_delay: float = 0.0
     """Seconds each configz answer takes (the API server proxies to the kubelet)."""
@@ -109,6 +111,15 @@ class FakeCluster:
         path = self.path_of(api_version, plural, namespace, name)
         metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
         self.objects[path] = {"apiVersion": api_version, "kind": kind, "metadata": metadata, **(body or {})}
+        return path
+
+
+    def add_listed(self, api_version: str, kind: str, plural: str, namespace: str, item: Any) -> str:
+        """Add ``item`` to the collection of ``kind`` (served) in ``namespace`` (``""``: cluster-scoped); return its path."""
+        self.serve(api_version, kind, plural, namespaced=bool(namespace))
+        root = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        path = f"{root}{f'/namespaces/{namespace}' if namespace else ''}/{plural}"
+        self.lists.setdefault(path, []).append(item)
         return path
 
 
@@ -179,6 +190,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, cluster.raw[path])
         elif path == "/api/v1/nodes":
             self._list_nodes(parse_qs(parts.query))
+        elif path in cluster.lists:
+            self._list(cluster.lists[path], parse_qs(parts.query))
         elif len(segments) == 6 and segments[:3] == ["api", "v1", "nodes"] and segments[4:] == ["proxy", "configz"]:
             self._configz(segments[3])
         elif path == "/api/v1" or (len(segments) == 3 and segments[0] == "apis"):
@@ -208,6 +221,14 @@ class _Handler(BaseHTTPRequestHandler):
             metadata["continue"] = self.cluster.loop_continue
         self._send(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": metadata,
                          "items": [self.cluster.nodes[name] for name in names[start:end]]})
+
+    def _list(self, items: list[Any], query: dict[str, list[str]]) -> None:
+        limit = int(query.get("limit", ["0"])[0] or 0)
+        token = query.get("continue", ["0"])[0]
+        start = int(token) if token.isdigit() else 0
+        end = start + limit if limit else len(items)
+        metadata = {"resourceVersion": "1", **({"continue": str(end)} if end < len(items) else {})}
+        self._send(200, {"kind": "List", "apiVersion": "v1", "metadata": metadata, "items": items[start:end]})
 
     def _configz(self, name: str) -> None:
         if name not in self.cluster.nodes:

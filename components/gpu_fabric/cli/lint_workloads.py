@@ -4,7 +4,10 @@ The stack file is validated as ``render`` validates it (:func:`gpu_fabric.valida
 then every workload of the files (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
 LeaderWorkerSet) is judged on the pools it lands on (:func:`gpu_fabric.kube.workloads.judge_workloads`)
 and every DaemonSet of the files, beside the stack's own device plugins, by
-:func:`gpu_fabric.kube.advertisers.advertiser_findings` -- the same functions the policy pack runs.
+:func:`gpu_fabric.kube.advertisers.advertiser_findings` -- the same functions the policy pack runs. The
+files' ResourceClaimTemplates, ResourceClaims and pods' ``resourceClaims`` go through the DRA rules that
+need no pool's facts (:func:`gpu_fabric.kube.dra_rules.dra_findings`: shapes, ``hostNetwork`` with a
+DRANET claim, a NUMA constraint over an NVIDIA GPU).
 
 Each finding names the file, the object and the field. Objects of other kinds are passed over and
 counted; a pod template that lands on none of the stack's pools is reported as not judged.
@@ -52,6 +55,7 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     from gpu_fabric.config.base import ConfigError
     from gpu_fabric.config.stack_file import StackFileError
     from gpu_fabric.kube.advertisers import advertiser_findings
+    from gpu_fabric.kube.dra_rules import DraContext, dra_findings
     from gpu_fabric.kube.pod_templates import WorkloadShapeError
     from gpu_fabric.kube.workloads import judge_workloads, object_ref, pool_finding_line
     from gpu_fabric.program.render import StackNotFoundError
@@ -75,6 +79,11 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
             judge_workloads([manifest], [])
         except WorkloadShapeError as error:
             shape_problems.append(f"{source}: {error}")
+    # The DRA rules that need no pool's facts: shapes, hostNetwork with a DRANET claim, numaNode over an
+    # NVIDIA GPU (templates and DeviceClasses looked up among the files).
+    dra = dra_findings(manifests, DraContext())
+    shape_problems.extend(f"{sources.get(str(f.subject), '?')}: {f}" for f in dra if f.is_error and f.exit_code == EXIT_USAGE)
+    dra = [f for f in dra if not (f.is_error and f.exit_code == EXIT_USAGE)]
     if shape_problems:
         for problem in shape_problems:
             print(f"gpu-fabric lint: {problem}", file=sys.stderr)
@@ -95,10 +104,12 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
         subject = str(advertiser.subject)
         source = sources.get(subject) or (f"stack {stack}" if subject in own_refs else "?")
         lines.append(f"{str(advertiser.severity).upper()} {source}: {pool_finding_line(advertiser)}")
+    for finding in dra:
+        lines.append(f"{str(finding.severity).upper()} {sources.get(str(finding.subject), '?')}: {finding} [{finding.rule_id}]")
     for ref, path, why in report.not_judged:
         lines.append(f"NOT JUDGED {sources.get(ref, '?')}: {ref} {path}: {why}")
-    errors = len(report.errors) + sum(1 for f in advertisers if f.is_error)
-    warnings = len(report.warnings) + sum(1 for f in advertisers if not f.is_error)
+    errors = len(report.errors) + sum(1 for f in [*advertisers, *dra] if f.is_error)
+    warnings = len(report.warnings) + sum(1 for f in [*advertisers, *dra] if not f.is_error)
     lines.append(f"{len(report.judged)} pod templates judged, {len(report.not_judged)} not judged, "
                  f"{report.device_plugins} device-plugin DaemonSets checked as advertisers, "
                  f"{report.passed_over} objects of other kinds passed over; "

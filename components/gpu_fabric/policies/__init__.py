@@ -22,6 +22,7 @@ from pulumi_policy import EnforcementLevel, Policy
 from gpu_fabric.policies.advertisers import fabric_advertisers
 from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
+from gpu_fabric.policies.dra import dra_device_claims
 from gpu_fabric.policies.efa_domains import efa_domain_placement, efa_domain_security_group
 from gpu_fabric.policies.efa_interfaces import efa_launch_template_interfaces
 from gpu_fabric.policies.finite_numbers import finite_numbers
@@ -71,6 +72,7 @@ ALL_POLICIES: list[Policy] = [
     kubelet_host_access,
     fabric_workloads,
     fabric_workloads_advisory,
+    dra_device_claims,
     finite_numbers,
 ]
 """Every policy, in the order the pack lists them. Each reports the findings of the rules it adapts; a

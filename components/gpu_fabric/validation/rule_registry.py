@@ -19,7 +19,7 @@ from gpu_fabric.findings import Enforcement, Rule
 from gpu_fabric.gpustack import device_manager_access, privilege_rules, rules as gpustack_rules, schema
 from gpu_fabric.gpustack.admission import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding, model_deployment
 from gpu_fabric.gpustack.profiles import profile_for
-from gpu_fabric.kube import advertisers, coverage, host_access, kueue_rules, topology_rules, workloads
+from gpu_fabric.kube import advertisers, coverage, dra_claims, dra_rules, host_access, kueue_rules, topology_rules, workloads
 from gpu_fabric.plan import fabric_plan, transport_fabric
 from gpu_fabric.plan.efa_domains import derivation, rules as domain_rules
 from gpu_fabric.validation import configuration
@@ -118,6 +118,15 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (host_access.KUBELET_HOST_ACCESS, host_access.host_access_findings),
     # Workloads on fabric pools.
     *((spec.rule, spec.check) for spec in workloads.RULES),
+    # Dynamic Resource Allocation: claims, their templates and the pods that use them.
+    (dra_claims.DRA_CLAIM_SHAPE, dra_claims.read_claim_template),
+    (dra_rules.DRA_DRANET_HOST_NETWORK, dra_rules.host_network_findings),
+    (dra_rules.DRA_NUMA_CONSTRAINT_NVIDIA, dra_rules.numa_constraint_findings),
+    (dra_rules.DRA_PCIE_ROOT_CAPACITY, dra_rules.pcie_root_capacity_findings),
+    (dra_rules.DRA_KUEUE_REQUEST_MODE, dra_rules.kueue_request_mode_findings),
+    (dra_rules.DRA_KUEUE_DEVICE_CLASS_MAPPED, dra_rules.kueue_device_class_findings),
+    (dra_rules.DRA_CLAIM_TEMPLATE_RENDERED, dra_rules.template_reference_findings),
+    (dra_rules.DRA_POOL_DEVICE_PLUGIN_KEYS, dra_rules.device_plugin_key_findings),
 )
 """Every rule, grouped by domain."""
 

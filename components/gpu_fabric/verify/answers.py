@@ -151,6 +151,17 @@ def read_node_page(reader: Reader, page: Any) -> tuple[list[dict[str, Any]], str
     return [read_node(reader, node, index) for index, node in enumerate(items)], token
 
 
+def read_list_page(reader: Reader, page: Any) -> tuple[list[Any], str]:
+    """A page of any ``...List`` (``items``, ``metadata.continue``); the items are returned as sent, for a
+    reader that judges each by its shape (a DRA claim's allocation of the wrong shape is a failed check)."""
+    document = reader.mapping(page, [], optional=False)
+    items = document.get("items")
+    if not isinstance(items, list):
+        raise reader.refuse(["items"], items, "a list")
+    metadata = reader.mapping(document.get("metadata"), ["metadata"])
+    return items, reader.string(metadata.get("continue"), ["metadata", "continue"])
+
+
 def read_resource_list(reader: Reader, listing: Any) -> dict[str, dict[str, Any]]:
     """An ``APIResourceList``: kind -> resource (``name``, ``namespaced``), subresources left out."""
     document = reader.mapping(listing, [], optional=False)

@@ -13,6 +13,8 @@ from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
 
 from gpu_fabric.config.quantity import QuantityError, parse_quantity
 from gpu_fabric.config.pool import labels_identify_pool
+from gpu_fabric.verify.dra import ALIGNED, MALFORMED, NOT_CHECKED, SPLIT, alignments
+from gpu_fabric.verify.dra import EXPECTED as DRA_EXPECTED
 from gpu_fabric.verify.expectations import (
     KUBELET_TOPOLOGY_DEFAULTS,
     PLACEMENT_FIELDS,
@@ -111,13 +113,15 @@ class VerifyReport:
     target: str
     pools: list[PoolResult] = field(default_factory=list)
     objects: list[Check] = field(default_factory=list)
+    devices: list[Check] = field(default_factory=list)
+    """GPU/NIC PCIe-root alignment of each allocated DRA claim (:mod:`gpu_fabric.verify.dra`)."""
     logs: list[Any] = field(default_factory=list)
     """:class:`gpu_fabric.verify.nccl.LogVerdict` per ``--nccl-log`` file."""
 
     def all_checks(self) -> list[Check]:
-        """Every check: pools (with their nodes), objects, then NCCL logs."""
+        """Every check: pools (with their nodes), objects, DRA device alignment, then NCCL logs."""
         checks = [check for pool in self.pools for check in pool.all_checks()]
-        return checks + list(self.objects) + [log.check() for log in self.logs]
+        return checks + list(self.objects) + list(self.devices) + [log.check() for log in self.logs]
 
     @property
     def status(self) -> Status:
@@ -275,6 +279,18 @@ def object_checks(expectation: ObjectExpectation, found: Optional[Mapping[str, A
     return checks
 
 
+# -- DRA claims -------------------------------------------------------------------------------------
+
+ALIGNMENT_STATUS: Mapping[str, Status] = {ALIGNED: PASS, SPLIT: FAIL, MALFORMED: FAIL, NOT_CHECKED: INCONCLUSIVE}
+"""A split pair or a malformed allocation fails; a device without a published root is not checked, never a pass."""
+
+
+def alignment_checks(claims: Sequence[Any], slices: Sequence[Any]) -> list[Check]:
+    """The GPU/NIC PCIe-root check of every allocated claim (:func:`gpu_fabric.verify.dra.alignments`)."""
+    return [Check(a.subject, a.name, DRA_EXPECTED, a.found, ALIGNMENT_STATUS[a.verdict], a.detail)
+            for a in alignments(claims, slices)]
+
+
 def verify(expectations: StackExpectations, snapshot: ClusterSnapshot, target: str = "") -> VerifyReport:
     """Every check of ``expectations`` against ``snapshot``."""
     members = pool_members(expectations.pools, snapshot.nodes)
@@ -287,4 +303,5 @@ def verify(expectations: StackExpectations, snapshot: ClusterSnapshot, target: s
         report.pools.append(pool_result(pool, members[pool.name], snapshot, claimed_by))
     for expectation in expectations.objects:
         report.objects.extend(object_checks(expectation, snapshot.objects.get(expectation.ref)))
+    report.devices.extend(alignment_checks(snapshot.claims, snapshot.slices))
     return report

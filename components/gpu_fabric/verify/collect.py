@@ -2,7 +2,8 @@
 
 Requests, in order: API discovery for every group/version the stack registers objects in (a
 missing CRD stops here, before anything else is judged); the node list, once, in pages of 500;
-then, concurrently, each pool node's kubelet ``/configz`` and each registered object.
+then, concurrently, each pool node's kubelet ``/configz`` and each registered object; last, when the
+stack renders ResourceClaimTemplates, the ResourceClaims of their namespaces and the ResourceSlices.
 
 Every answer is read through :mod:`gpu_fabric.verify.answers` (a wrong type is a refusal naming
 the object, the field and the server), a ``continue`` token the server repeats stops the listing,
@@ -28,6 +29,7 @@ DEFAULT_WORKERS = 32
 API_PROVIDERS = {
     "kueue.x-k8s.io": "Kueue",
     "worker.gpustack.ai": "the GPUStack operator",
+    "resource.k8s.io": "Kubernetes 1.34 or later (Dynamic Resource Allocation)",
 }
 
 
@@ -125,6 +127,61 @@ def list_nodes(transport: Transport) -> list[dict[str, Any]]:
         seen.add(token)
 
 
+LIST_PAGE_SIZE = 500
+RESOURCE_API = "resource.k8s.io/v1"
+"""Dynamic Resource Allocation's API, GA since Kubernetes 1.34 (KEP-4381)."""
+DRA_KINDS = ("ResourceClaim", "ResourceSlice")
+
+
+def list_all(transport: Transport, path: str, what: str) -> list[Any]:
+    """Every item of the collection at ``path``, following ``continue`` tokens in pages of :data:`LIST_PAGE_SIZE`
+    (a token sent twice stops the listing with a refusal, as for nodes)."""
+    found: list[Any] = []
+    token = ""
+    seen: set[str] = set()
+    while True:
+        query = {"limit": LIST_PAGE_SIZE, **({"continue": token} if token else {})}
+        page_path = f"{path}?{urlencode(query)}"
+        page = _ok(transport, page_path, fetch(transport, page_path, what), f"listing {what}")
+        items, token = answers.read_list_page(answers.Reader(server_of(transport), f"GET {page_path}", what), page)
+        found.extend(items)
+        if not token:
+            return found
+        if token in seen:
+            raise answers.MalformedAnswer(
+                f"{server_of(transport)} sent the continue token {token[:60]!r} of {what} a second time: its pages "
+                "would repeat forever; stopped listing")
+        seen.add(token)
+
+
+def dra_refs(namespaces: Iterable[str]) -> list[ObjectRef]:
+    """The kinds :func:`read_dra` lists, for discovery (none when the stack renders no claim template)."""
+    return [ObjectRef(RESOURCE_API, kind, "", "") for kind in DRA_KINDS] if list(namespaces) else []
+
+
+def read_dra(transport: Transport, namespaces: Iterable[str],
+             resources: dict[tuple[str, str], tuple[str, bool]]) -> tuple[list[Any], list[Any]]:
+    """The ResourceClaims of ``namespaces`` and, when any is there, every ResourceSlice (``resource.k8s.io/v1``).
+
+    Read-only like every request of verify: ``list`` on ``resourceclaims`` in those namespaces and on the
+    cluster-scoped ``resourceslices``. A ResourceSlice carries device names and attributes, no secret, so a
+    recording keeps it whole.
+    """
+    wanted = sorted(set(namespaces))
+    if not wanted:
+        return [], []
+    root = discovery_path(*ObjectRef(RESOURCE_API, "", "", "").group_version)
+    claims_plural = resources[(RESOURCE_API, "ResourceClaim")][0]
+    claims: list[Any] = []
+    for namespace in wanted:
+        claims.extend(list_all(transport, f"{root}/namespaces/{quote(namespace)}/{quote(claims_plural)}",
+                               f"the ResourceClaims of namespace {namespace}"))
+    if not claims:
+        return [], []
+    slices = list_all(transport, f"{root}/{quote(resources[(RESOURCE_API, 'ResourceSlice')][0])}", "the ResourceSlices")
+    return claims, slices
+
+
 def configz_path(node: str) -> str:
     """The kubelet's running configuration through the API server's node proxy."""
     return f"/api/v1/nodes/{quote(node)}/proxy/configz"
@@ -173,7 +230,7 @@ def collect(transport: Transport, expectations: StackExpectations, workers: int 
     """Read discovery, nodes, the pool nodes' kubelet configs and the stack's objects."""
     refs = [expectation.ref for expectation in expectations.objects]
     rollouts = {expectation.ref: expectation.rollout for expectation in expectations.objects}
-    resources = discover(transport, refs)
+    resources = discover(transport, [*refs, *dra_refs(expectations.claim_namespaces)])
     nodes = list_nodes(transport)
     members = pool_members(expectations.pools, nodes)
     names = sorted({node_name(node) for listed in members.values() for node in listed})
@@ -185,4 +242,5 @@ def collect(transport: Transport, expectations: StackExpectations, workers: int 
                                                        rollout=rollouts[ref]), refs)
         snapshot.kubelet = dict(zip(names, configs))
         snapshot.objects = dict(zip(refs, objects))
+    snapshot.claims, snapshot.slices = read_dra(transport, expectations.claim_namespaces, resources)
     return snapshot

@@ -93,6 +93,9 @@ class StackExpectations:
     stack: str
     pools: list[PoolExpectation] = field(default_factory=list)
     objects: list[ObjectExpectation] = field(default_factory=list)
+    claim_namespaces: list[str] = field(default_factory=list)
+    """Namespaces the stack renders ResourceClaimTemplates in: their allocated ResourceClaims are the stack's
+    pods' DRA claims, checked for GPU/NIC PCIe-root alignment (:mod:`gpu_fabric.verify.dra`)."""
 
     def pool(self, name: str) -> Optional[PoolExpectation]:
         """The expectation of the pool named ``name``."""
@@ -171,6 +174,15 @@ def object_expectations(manifests: Iterable[Mapping[str, Any]]) -> list[ObjectEx
     return [expectations[ref] for ref in sorted(expectations)]
 
 
+def claim_namespaces(manifests: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The namespaces of the ``resource.k8s.io`` ResourceClaimTemplates among ``manifests``, sorted."""
+    return sorted({(manifest.get("metadata") or {}).get("namespace") or "default" for manifest in manifests
+                   if manifest.get("kind") == "ResourceClaimTemplate"
+                   and str(manifest.get("apiVersion", "")).rpartition("/")[0] == "resource.k8s.io"})
+
+
 def stack_expectations(stack: str, config: FabricConfig, manifests: Iterable[Mapping[str, Any]]) -> StackExpectations:
     """The expectations of a validated stack and the Kubernetes manifests its program registers."""
-    return StackExpectations(stack, [pool_expectation(pool) for pool in config.pools], object_expectations(manifests))
+    manifests = list(manifests)
+    return StackExpectations(stack, [pool_expectation(pool) for pool in config.pools], object_expectations(manifests),
+                             claim_namespaces(manifests))

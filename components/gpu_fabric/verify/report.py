@@ -62,6 +62,12 @@ def render_table(report: VerifyReport) -> str:
         rows.extend([check.subject, check.name, _cell(check), _MARK[check.status]] for check in report.objects)
         lines.extend(_table(rows))
         lines.append("")
+    if report.devices:
+        lines.append("DRA device alignment")
+        rows = [["POD", "CHECK", "RESULT"]]
+        rows.extend([check.subject, check.name, _MARK[check.status]] for check in report.devices)
+        lines.extend(_table(rows))
+        lines.append("")
     if report.logs:
         lines.append("NCCL logs")
         rows = [["LOG", "TRANSPORT", "RESULT"]]
@@ -100,6 +106,7 @@ def report_data(report: VerifyReport) -> dict[str, Any]:
             for pool in report.pools
         ],
         "objects": [check.as_dict() for check in report.objects],
+        "deviceAlignment": [check.as_dict() for check in report.devices],
         "ncclLogs": [log.as_dict() for log in report.logs],
         "problems": [check.as_dict() for check in report.problems()],
     }

@@ -21,7 +21,7 @@ class KubeletConfigResult:
 
 @dataclass
 class ClusterSnapshot:
-    """Nodes (as the API lists them), kubelet configurations by node, and objects by reference.
+    """Nodes (as the API lists them), kubelet configurations by node, objects by reference, DRA claims and slices.
 
     ``objects`` maps each looked-up reference to the object, or ``None`` when the API answered 404.
     """
@@ -29,3 +29,8 @@ class ClusterSnapshot:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     kubelet: dict[str, KubeletConfigResult] = field(default_factory=dict)
     objects: dict[ObjectRef, Optional[dict[str, Any]]] = field(default_factory=dict)
+    claims: list[Any] = field(default_factory=list)
+    """ResourceClaims (``resource.k8s.io/v1``) listed in the namespaces the stack renders claim templates in;
+    each item as the server sent it (:mod:`gpu_fabric.verify.dra` reads its allocation by shape)."""
+    slices: list[Any] = field(default_factory=list)
+    """Every ResourceSlice (``resource.k8s.io/v1``), listed when there are claims to judge."""

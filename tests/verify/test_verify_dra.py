@@ -1,0 +1,225 @@
+"""``verify``: every GPU/NIC pair of an allocated DRA claim sits on one PCIe root.
+
+The ResourceSlices are what NVIDIA's GPU DRA driver and DRANET publish on a p5en.48xlarge node (one GPU
+and two EFAs per root: research breadth-late-2026 §1.2, §1.6); the claims are what the scheduler writes
+for a pod of a template pairing ``gpu`` and ``efa`` under ``resource.kubernetes.io/pcieRoot``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from kubernetes import config as kube_config
+from support.dra_objects import EFA_CLASS, GPU_CLASS, PCIE_ROOT, aligned_spec, claim_spec, claim_template, request
+from support.fake_kube import FakeApiServer
+from support.verify_clusters import seed_cluster
+
+from gpu_fabric.verify.api import LiveTransport
+from gpu_fabric.verify.checks import FAIL, INCONCLUSIVE, PASS, alignment_checks, verify
+from gpu_fabric.verify.collect import collect
+from gpu_fabric.verify.expectations import StackExpectations, claim_namespaces, object_expectations
+from gpu_fabric.verify.recording import RECORDING_INDEX, RecordingTransport, ReplayTransport
+from gpu_fabric.verify.report import render_json, render_table
+
+NODE = "ip-10-0-1-1"
+ROOTS = ("pci0000:10", "pci0000:20")
+
+
+def gpu_slice(roots=ROOTS, node=NODE):
+    """NVIDIA's GPU driver's slice: one GPU per root."""
+    devices = [{"name": f"gpu-{i}", "attributes": {PCIE_ROOT: {"string": root}, "productName": {"string": "H200"}}}
+               for i, root in enumerate(roots)]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpu.nvidia.com"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node, "generation": 1,
+                                                                             "resourceSliceCount": 1},
+                     "devices": devices}}
+
+
+def efa_slice(roots=ROOTS, node=NODE):
+    """DRANET's slice: two EFAs per root."""
+    devices = [{"name": f"rdmap{i}", "attributes": {PCIE_ROOT: {"string": root}, "dra.net/rdma": {"bool": True}}}
+               for i, root in enumerate(root for root in roots for _ in range(2))]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-dra.net"},
+            "spec": {"driver": "dra.net", "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": devices}}
+
+
+def claim(name, results, pod="trainer-0", namespace="team-a", spec=None):
+    """A ResourceClaim generated for ``pod``, allocated ``results`` (``(request, driver, device)``)."""
+    return {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace,
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": "u"}]},
+        "spec": copy.deepcopy(spec if spec is not None else aligned_spec(1, 2)),
+        "status": {"allocation": {"devices": {"results": [
+            {"request": req, "driver": driver, "pool": NODE, "device": device} for req, driver, device in results]}},
+            "reservedFor": [{"resource": "pods", "name": pod, "uid": "u"}]},
+    }
+
+
+ALIGNED = [("gpu", "gpu.nvidia.com", "gpu-0"), ("efa", "dra.net", "rdmap0"), ("efa", "dra.net", "rdmap1")]
+SPLIT = [("gpu", "gpu.nvidia.com", "gpu-0"), ("efa", "dra.net", "rdmap2"), ("efa", "dra.net", "rdmap3")]
+
+
+def test_an_aligned_pair_passes():
+    (check,) = alignment_checks([claim("trainer-0-gpu-efa", ALIGNED)], [gpu_slice(), efa_slice()])
+    assert check.status == PASS and check.subject == "pod team-a/trainer-0"
+    assert check.found == {"gpu.nvidia.com/ip-10-0-1-1/gpu-0": "pci0000:10", "dra.net/ip-10-0-1-1/rdmap0": "pci0000:10",
+                           "dra.net/ip-10-0-1-1/rdmap1": "pci0000:10"}
+
+
+def test_a_split_pair_fails_naming_the_pod_claim_devices_and_roots():
+    (check,) = alignment_checks([claim("trainer-0-gpu-efa", SPLIT)], [gpu_slice(), efa_slice()])
+    assert check.status == FAIL
+    assert check.subject == "pod team-a/trainer-0" and "trainer-0-gpu-efa" in check.name
+    sentence = check.sentence()
+    assert "ResourceClaim team-a/trainer-0-gpu-efa" in sentence
+    assert "GPU gpu-0 (gpu.nvidia.com, pool ip-10-0-1-1, request gpu) on pci0000:10 has no NIC of the claim on its root " \
+           "(rdmap2 on pci0000:20, rdmap3 on pci0000:20)" in sentence
+    assert "NIC rdmap2" in sentence and "GPUDirect RDMA is off" in sentence
+
+
+def test_pairs_are_judged_within_each_pcie_root_constraint():
+    spec = claim_spec([request("gpu-0", GPU_CLASS), request("efa-0", EFA_CLASS), request("gpu-1", GPU_CLASS),
+                       request("efa-1", EFA_CLASS)],
+                      [{"requests": ["gpu-0", "efa-0"], "matchAttribute": PCIE_ROOT},
+                       {"requests": ["gpu-1", "efa-1"], "matchAttribute": PCIE_ROOT}])
+    crossed = [("gpu-0", "gpu.nvidia.com", "gpu-0"), ("efa-0", "dra.net", "rdmap2"),
+               ("gpu-1", "gpu.nvidia.com", "gpu-1"), ("efa-1", "dra.net", "rdmap0")]
+    (check,) = alignment_checks([claim("c", crossed, spec=spec)], [gpu_slice(), efa_slice()])
+    assert check.status == FAIL  # across the claim every GPU has a NIC on its root; within each pair none does
+    paired = [("gpu-0", "gpu.nvidia.com", "gpu-0"), ("efa-0", "dra.net", "rdmap0"),
+              ("gpu-1", "gpu.nvidia.com", "gpu-1"), ("efa-1", "dra.net", "rdmap2")]
+    (check,) = alignment_checks([claim("c", paired, spec=spec)], [gpu_slice(), efa_slice()])
+    assert check.status == PASS
+
+
+def test_a_device_whose_slice_publishes_no_pcie_root_is_not_checked():
+    slices = [gpu_slice(), efa_slice()]
+    del slices[1]["spec"]["devices"][1]["attributes"][PCIE_ROOT]
+    (check,) = alignment_checks([claim("c", ALIGNED)], slices)
+    assert (check.status, check.found) == (INCONCLUSIVE, "not checked")
+    assert "rdmap1 (dra.net, pool ip-10-0-1-1, request efa) on node ip-10-0-1-1: its ResourceSlice publishes no " \
+           "resource.kubernetes.io/pcieRoot" in check.detail
+    (check,) = alignment_checks([claim("c", ALIGNED)], [gpu_slice()])  # DRANET published nothing
+    assert check.status == INCONCLUSIVE and "rdmap0 (dra.net, pool ip-10-0-1-1, request efa): no ResourceSlice publishes it" \
+        in check.detail
+
+
+@pytest.mark.parametrize("break_it, field", [
+    (lambda c: c["status"].__setitem__("allocation", "yes"), "status.allocation"),
+    (lambda c: c["status"]["allocation"]["devices"].__setitem__("results", {"gpu": 1}), "status.allocation.devices.results"),
+    (lambda c: c["status"]["allocation"]["devices"]["results"].__setitem__(1, "rdmap0"), "status.allocation.devices.results[1]"),
+    (lambda c: c["status"]["allocation"]["devices"]["results"][0].__setitem__("device", 7),
+     "status.allocation.devices.results[0].device"),
+    (lambda c: c["status"]["allocation"]["devices"]["results"][2].pop("driver"), "status.allocation.devices.results[2].driver"),
+    (lambda c: c.__setitem__("status", ["allocated"]), "status"),
+])
+def test_a_malformed_allocation_is_a_failed_check_not_a_crash(break_it, field):
+    broken = claim("c", ALIGNED)
+    break_it(broken)
+    (check,) = alignment_checks([broken], [gpu_slice(), efa_slice()])
+    assert (check.status, check.found) == (FAIL, "malformed allocation")
+    assert check.detail == f"ResourceClaim team-a/c: {field} is not of the resource.k8s.io/v1 shape"
+
+
+def test_claims_without_an_allocation_or_without_a_gpu_and_nic_are_not_judged_and_garbage_fails():
+    unallocated = claim("u", ALIGNED)
+    del unallocated["status"]["allocation"]
+    gpu_only = claim("g", ALIGNED[:1])
+    checks = alignment_checks([unallocated, gpu_only, 3], [gpu_slice(), efa_slice()])
+    assert [(c.status, c.found) for c in checks] == [(FAIL, "malformed")]
+
+
+def test_expectations_take_the_namespaces_of_the_rendered_claim_templates():
+    manifests = [claim_template("gpu-efa", aligned_spec(), "team-b"), claim_template("gpu-efa", aligned_spec(), "team-a"),
+                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-c"}}]
+    assert claim_namespaces(manifests) == ["team-a", "team-b"]
+
+
+# -- against a fake API server, recorded and replayed ---------------------------------------------------
+
+
+def dra_cluster(results):
+    cluster = seed_cluster()
+    for item in (gpu_slice(), efa_slice()):
+        cluster.add_listed("resource.k8s.io/v1", "ResourceSlice", "resourceslices", "", item)
+    cluster.add_listed("resource.k8s.io/v1", "ResourceClaim", "resourceclaims", "team-a", claim("trainer-0-gpu-efa", results))
+    cluster.add_listed("resource.k8s.io/v1", "ResourceClaim", "resourceclaims", "team-a",
+                       claim("trainer-1-gpu-efa", ALIGNED, pod="trainer-1"))
+    template = claim_template("gpu-efa", aligned_spec(1, 2))
+    cluster.add_object("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates", "team-a", "gpu-efa",
+                       {"spec": template["spec"]})
+    return cluster, [template]
+
+
+def expectations_for(manifests):
+    return StackExpectations("dra", [], object_expectations(manifests), claim_namespaces(manifests))
+
+
+def transport_to(server, tmp_path):
+    return LiveTransport(kube_config.new_client_from_config(config_file=str(server.kubeconfig(tmp_path))))
+
+
+def test_verify_reads_claims_and_slices_and_names_the_pod_of_a_split_pair(tmp_path):
+    cluster, manifests = dra_cluster(SPLIT)
+    with FakeApiServer(cluster) as server:
+        snapshot = collect(transport_to(server, tmp_path), expectations_for(manifests))
+    report = verify(expectations_for(manifests), snapshot)
+    assert [(c.subject, c.status) for c in report.devices] == [("pod team-a/trainer-0", FAIL), ("pod team-a/trainer-1", PASS)]
+    assert any(path.startswith("/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims?limit=") for path in cluster.requests)
+    assert any(path.startswith("/apis/resource.k8s.io/v1/resourceslices?limit=") for path in cluster.requests)
+    data = json.loads(render_json(report))
+    assert data["result"] == "fail" and [p["subject"] for p in data["problems"]] == ["pod team-a/trainer-0"]
+    assert [d["status"] for d in data["deviceAlignment"]] == ["fail", "pass"]
+    table = render_table(report)
+    assert "DRA device alignment" in table and "pod team-a/trainer-0: claim trainer-0-gpu-efa" in table
+
+
+def test_claims_are_listed_in_pages(tmp_path, monkeypatch):
+    from gpu_fabric.verify import collect as collect_module
+
+    monkeypatch.setattr(collect_module, "LIST_PAGE_SIZE", 1)
+    cluster, manifests = dra_cluster(ALIGNED)
+    with FakeApiServer(cluster) as server:
+        snapshot = collect(transport_to(server, tmp_path), expectations_for(manifests))
+    assert sorted(c["metadata"]["name"] for c in snapshot.claims) == ["trainer-0-gpu-efa", "trainer-1-gpu-efa"]
+    assert len(snapshot.slices) == 2 and any("continue=1" in path for path in cluster.requests)
+
+
+def test_a_stack_without_claim_templates_reads_no_dra_api(tmp_path):
+    cluster, _ = dra_cluster(SPLIT)
+    with FakeApiServer(cluster) as server:
+        snapshot = collect(transport_to(server, tmp_path), StackExpectations("plain"))
+    assert snapshot.claims == [] and not any("resource.k8s.io" in path for path in cluster.requests)
+
+
+def test_a_recording_keeps_claims_and_slices_whole_and_replays_the_same_verdict(tmp_path):
+    cluster, manifests = dra_cluster(SPLIT)
+    folder = tmp_path / "recording"
+    with FakeApiServer(cluster) as server:
+        recording = RecordingTransport(transport_to(server, tmp_path), folder)
+        live = verify(expectations_for(manifests), collect(recording, expectations_for(manifests)))
+        recording.save()
+    index = json.loads((folder / RECORDING_INDEX).read_text())["responses"]
+    slices = next(entry for key, entry in index.items() if key.startswith("GET /apis/resource.k8s.io/v1/resourceslices"))
+    body = json.loads((folder / slices["body"]).read_text())
+    assert body["items"][0]["spec"]["devices"][0]["attributes"][PCIE_ROOT] == {"string": "pci0000:10"}
+    replay = ReplayTransport(folder)
+    try:
+        replayed = verify(expectations_for(manifests), collect(replay, expectations_for(manifests)))
+    finally:
+        replay.close()
+    assert replayed.devices == live.devices and [c.status for c in replayed.devices] == [FAIL, PASS]
+
+
+def test_a_claims_list_that_is_not_a_list_is_a_refusal_naming_the_server(tmp_path):
+    from gpu_fabric.verify.answers import MalformedAnswer
+
+    cluster, manifests = dra_cluster(ALIGNED)
+    cluster.raw["/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims"] = b'{"items": {"a": 1}}'
+    with FakeApiServer(cluster) as server, pytest.raises(MalformedAnswer) as refused:
+        collect(transport_to(server, tmp_path), expectations_for(manifests))
+    assert "the ResourceClaims of namespace team-a with items a mapping, expected a list" in str(refused.value)
