@@ -162,9 +162,17 @@ def summary(result, out: Path) -> str:
     elif owner == "standalone":
         lines.append("queues: owned by this stack; ClusterQueues meter accelerators and fabric keys")
     lines.extend(domain_lines(result.resources))
+    lines.extend(local_queue_lines(result))
     lines.extend(operator_warning_lines(result))
     lines.append(f"wrote {out / MANIFEST_DIR}/ and {out / RESOURCES_FILE}")
     return "\n".join(lines)
+
+
+def local_queue_lines(result) -> list[str]:
+    """Each namespace's LocalQueue per pool, as rendered: the value of a workload's ``kueue.x-k8s.io/queue-name``."""
+    from gpu_fabric.kube.kueue import local_queue_table
+
+    return local_queue_table(result.kubernetes_objects())
 
 
 def operator_warning_lines(result) -> list[str]:

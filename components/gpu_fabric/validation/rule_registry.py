@@ -112,7 +112,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (topology_rules.FABRIC_POOL_TOPOLOGY, topology_rules.topology_findings),
     (topology_rules.FABRIC_POOL_TOPOLOGY_ALIGNMENT, topology_rules.alignment_findings),
     (topology_rules.FABRIC_POOL_TOPOLOGY_DELIVERED, topology_rules.delivery_findings),
-    (kueue_rules.KUEUE_FABRIC_WORKLOAD_QUEUE, kueue_rules.queue_label_findings),
+    (kueue_rules.KUEUE_FABRIC_WORKLOAD_QUEUE, kueue_rules.workload_queue_findings),
     (kueue_rules.KUEUE_FABRIC_KEYS_COVERED, kueue_rules.covered_keys_findings),
     (host_access.KUBELET_HOST_ACCESS, host_access.host_access_findings),
     # Workloads on fabric pools.
