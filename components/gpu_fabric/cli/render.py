@@ -164,6 +164,7 @@ def summary(result, out: Path) -> str:
     lines.extend(domain_lines(result.resources))
     lines.extend(local_queue_lines(result))
     lines.extend(operator_warning_lines(result))
+    lines.extend(unreferenced_warning_lines(result))
     lines.append(f"wrote {out / MANIFEST_DIR}/ and {out / RESOURCES_FILE}")
     return "\n".join(lines)
 
@@ -189,6 +190,16 @@ def operator_warning_lines(result) -> list[str]:
         return []
     report = analyze(result.kubernetes_objects(), operator=profile)
     return [f"warning: {finding}" for finding in report.warnings]
+
+
+def unreferenced_warning_lines(result) -> list[str]:
+    """KV-cache objects nothing references (:func:`gpu_fabric.plan.kv_cache_references.unreferenced_findings`, what the
+    advisory ``kv-cache-unreferenced`` policy reports at ``check``): a warning each, naming it."""
+    from gpu_fabric.plan.kv_cache_references import unreferenced_findings
+    from gpu_fabric.policies.resource_view import pool_facts
+
+    pools = pool_facts([r.policy_resource() for r in result.resources])
+    return [f"warning: {finding}" for finding in unreferenced_findings(result.kubernetes_objects(), pools)]
 
 
 def domain_lines(rendered_resources) -> list[str]:
