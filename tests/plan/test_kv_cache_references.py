@@ -9,9 +9,7 @@ from gpu_fabric.findings import Severity
 from gpu_fabric.gpustack.objects import gpustack_manifests
 from gpu_fabric.kube.pool_view import pool_view_of
 from gpu_fabric.plan.kv_cache_references import KV_CACHE_UNREFERENCED, unreferenced_findings
-from gpu_fabric.policies import kv_cache_unreferenced
 from gpu_fabric.validation.configuration import load_config
-from support.policy_helpers import assert_no_violations, assert_violation, rendered
 from support.stack_configs import stack_values
 
 
@@ -64,10 +62,3 @@ def test_malformed_shapes_are_read_leniently():
             "spec": {"backends": "b"}}
     found = unreferenced_findings([backend, pool])
     assert {str(f.subject) for f in found} == {"KVCacheBackend b", "KVCachePool p"}
-
-
-def test_the_pack_warns_on_the_seed_stacks_unused_backend():
-    assert_no_violations(kv_cache_unreferenced, rendered("aws-efa"))
-    violation = assert_violation(kv_cache_unreferenced, rendered("seed-rdma"),
-                                 "KVCacheBackend mooncake-dram: metadata.name: no KVCachePool lists")
-    assert "members[0] on pool gpustack--nvidia-a10g-linux-amd64 (RDMA)" in violation.message

@@ -1,7 +1,8 @@
 """``pool-accelerator-capacity``: the roles on a pool fit its largest size, refused at ``roles[j].replicas``.
 
 The case that matters: prefill ``replicas: 5`` of 8 GPUs on a pool of at most 4 p5.48xlarge (32 GPUs) needs
-40 and is refused, naming both numbers, by ``load_config`` (so render and check, exit 1) and by the pack.
+40 and is refused, naming both numbers, by ``load_config`` (so render and check, exit 1); the pack's policy is
+tested in tests/policies/test_capacity_policy.py.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from gpu_fabric.plan.pool_capacity import (
     pool_capacity_of,
     pool_capacity_of_input,
 )
-from gpu_fabric.policies import pool_accelerator_capacity
 from gpu_fabric.validation.configuration import load_config
-from support.policy_helpers import assert_no_violations, assert_violation, rendered, replace_props
 from support.stack_configs import AWS_EFA_GPU_POOL, stack_values
 
 
@@ -92,16 +91,3 @@ def test_unknown_numbers_are_passed_over():
         {"name": "x", "instanceType": "p", "replicas": UNKNOWN, "resources": {"accelerator": "8"}},
         {"name": "y", "instanceType": "p", "replicas": 1, "resources": {"accelerator": UNKNOWN}}]}}
     assert capacity_findings([PoolCapacity("p", 8, 1, "nodeCount")], [deployment]) == []
-
-
-def test_the_pack_refuses_the_same_overfilled_pool():
-    stack = rendered("aws-efa")
-    assert_no_violations(pool_accelerator_capacity, stack)
-
-    def five_prefill_replicas(props):
-        props["spec"]["roles"][0]["replicas"] = 5
-
-    # The stack itself refuses to render this (above); a hand-written program could still register it.
-    overfilled = replace_props(stack, lambda r: r.props.get("kind") == "ModelDeployment", five_prefill_replicas)
-    assert_violation(pool_accelerator_capacity, overfilled, "spec.roles[0].replicas: the roles on pool "
-                     f"{AWS_EFA_GPU_POOL} need 48 accelerators")
