@@ -29,6 +29,8 @@ def test_a_chain_cut_at_the_deployment_warns_about_the_binding_only():
     assert finding.rule is KV_CACHE_UNREFERENCED and finding.severity is Severity.WARNING and not finding.is_error
     assert str(finding.subject) == "KVCachePoolBinding team-a/shared" and str(finding.path) == "metadata.name"
     assert "no ModelDeployment in namespace team-a names KVCachePoolBinding shared" in finding.message
+    # Its backend now serves nobody: the EFA members on the CPU pool are tied to no deployment's pool.
+    assert "members[0] on pool gpustack--generic-linux-amd64 (EFA)" in finding.message
 
 
 def test_an_unbound_pool_and_an_unlisted_backend_are_each_named():
@@ -38,6 +40,8 @@ def test_an_unbound_pool_and_an_unlisted_backend_are_each_named():
     findings = {str(f.subject): f.message for f in analysed(values)}
     assert set(findings) == {"KVCachePool spare-pool", "KVCacheBackend spare-backend"}
     assert "no KVCachePoolBinding names KVCachePool spare-pool" in findings["KVCachePool spare-pool"]
+    # spare-pool lists mooncake-efa, which the used chain still serves: its members are not stranded.
+    assert "members[" not in findings["KVCachePool spare-pool"]
     backend = findings["KVCacheBackend spare-backend"]
     assert "no KVCachePool lists KVCacheBackend spare-backend" in backend
     # Its EFA members still run on the CPU pool, which no cache leg ties to a deployment's pool any more.

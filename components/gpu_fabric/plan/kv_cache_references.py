@@ -73,37 +73,49 @@ def _member_pools(backend: Mapping[str, Any], pools: Sequence[PoolView]) -> list
     return found
 
 
+def _leaves_domain(members: Sequence[str]) -> str:
+    if not members:
+        return ""
+    return (f"; fabric member groups still run ({', '.join(members)}) but carry no deployment's KV cache: no cache leg "
+            "ties them to a deployment's pool, so the fabric domain's checks (one Availability Zone and VPC, a shared "
+            "security group) do not cover them")
+
+
 def unreferenced_findings(manifests: Sequence[Mapping[str, Any]], pools: Sequence[PoolView] = ()) -> list[Finding]:
     """A warning for every KVCacheBackend, KVCachePool and KVCachePoolBinding among ``manifests`` that no object
-    of ``manifests`` references; an unused backend's fabric member groups are named with the pools they run on."""
+    of ``manifests`` references. Each names the fabric member groups (and their pools) of the backends that it
+    leaves serving no deployment at all: a backend reached through another, used, chain is not named."""
     backends, cache_pools = _of_kind(manifests, "KVCacheBackend"), _of_kind(manifests, "KVCachePool")
     bindings, deployments = _of_kind(manifests, "KVCachePoolBinding"), _of_kind(manifests, "ModelDeployment")
-    listed = {known_str(name) for pool in cache_pools for name in as_list(_spec(pool).get("backends"))}
-    bound = {known_str(as_mapping(_spec(binding).get("poolRef")).get("name")) for binding in bindings}
+    pool_backends = {_name(pool): {known_str(b) for b in as_list(_spec(pool).get("backends"))} - {None}
+                     for pool in cache_pools}
+    binding_pool = {(_namespace(b), _name(b)): known_str(as_mapping(_spec(b).get("poolRef")).get("name")) for b in bindings}
     used = {(_namespace(d), known_str(as_mapping(as_mapping(_spec(d).get("kvCache")).get("poolRef")).get("name")))
             for d in deployments}
+    listed = set().union(*pool_backends.values())
+    bound = set(binding_pool.values())
+    served = set().union(*(pool_backends.get(pool, set()) for key, pool in binding_pool.items() if key in used))
+    members = {name: _member_pools(backend, pools) for backend in backends if (name := _name(backend))}
+
+    def stranded(names: Iterable[str | None]) -> list[str]:
+        return [group for name in sorted(n for n in names if n and n not in served) for group in members.get(name, [])]
+
     found: list[Finding] = []
-    for backend in backends:
-        name = _name(backend)
-        if not name or name in listed:
-            continue
-        members = _member_pools(backend, pools)
-        leaves = (f"; its fabric member groups still run ({', '.join(members)}) but carry no deployment's KV cache: no "
-                  "cache leg ties them to a deployment's pool, so the fabric domain's checks (one Availability Zone and "
-                  "VPC, a shared security group) do not cover them" if members else "")
-        found.append(_warning(ObjectRef("KVCacheBackend", name), (
-            f"no KVCachePool lists KVCacheBackend {name} in spec.backends, so no deployment reads this cache{leaves}; "
-            "add a KVCachePool over it (and a binding a ModelDeployment's kvCache names), or remove it")))
-    for pool in cache_pools:
-        name = _name(pool)
+    for name in members:
+        if name not in listed:
+            found.append(_warning(ObjectRef("KVCacheBackend", name), (
+                f"no KVCachePool lists KVCacheBackend {name} in spec.backends, so no deployment reads this cache"
+                f"{_leaves_domain(stranded([name]))}; add a KVCachePool over it (and a binding a ModelDeployment's "
+                "kvCache names), or remove it")))
+    for name, listed_backends in pool_backends.items():
         if name and name not in bound:
             found.append(_warning(ObjectRef("KVCachePool", name), (
-                f"no KVCachePoolBinding names KVCachePool {name} in spec.poolRef, so no namespace can use it; add a "
-                "binding, or remove the pool")))
-    for binding in bindings:
-        name = _name(binding)
-        if name and (_namespace(binding), name) not in used:
-            found.append(_warning(ObjectRef("KVCachePoolBinding", name, _namespace(binding)), (
-                f"no ModelDeployment in namespace {_namespace(binding)} names KVCachePoolBinding {name} in "
-                "spec.kvCache.poolRef, so its quota serves nobody; name it from a deployment, or remove it")))
+                f"no KVCachePoolBinding names KVCachePool {name} in spec.poolRef, so no namespace can use it"
+                f"{_leaves_domain(stranded(listed_backends))}; add a binding, or remove the pool")))
+    for (namespace, name), pool in binding_pool.items():
+        if name and (namespace, name) not in used:
+            found.append(_warning(ObjectRef("KVCachePoolBinding", name, namespace), (
+                f"no ModelDeployment in namespace {namespace} names KVCachePoolBinding {name} in spec.kvCache.poolRef, "
+                f"so its quota serves nobody{_leaves_domain(stranded(pool_backends.get(pool, set())))}; name it from a "
+                "deployment, or remove it")))
     return found
