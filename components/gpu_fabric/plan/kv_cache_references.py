@@ -59,7 +59,7 @@ def _member_pools(backend: Mapping[str, Any], pools: Sequence[PoolView]) -> list
     spec = _spec(backend)
     members = as_list(as_mapping(as_mapping(spec.get("connection")).get("managed")).get("members"))
     backend_protocol = known_str(as_mapping(spec.get("transport")).get("protocol"))
-    found = []
+    found: list[str] = []
     for index, member in enumerate(members):
         # A group's own transport wins, else the backend's (transfer_legs.member_group_protocols, read leniently:
         # a malformed shape is the CRD schema's finding, not a crash here).

@@ -67,7 +67,7 @@ def _member_problems(config: FabricConfig) -> Iterable[Finding]:
 def _capacity_problems(config: FabricConfig) -> Iterable[Finding]:
     from gpu_fabric.gpustack.objects import model_deployment
 
-    position = {(d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}
+    position: dict[tuple[str | None, str], int] = {(d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}
     manifests = [model_deployment(d) for d in config.model_deployments]
     for finding in capacity_findings([pool_capacity_of(pool) for pool in config.pools], manifests):
         subject = finding.subject
