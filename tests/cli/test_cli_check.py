@@ -75,7 +75,13 @@ def _project(tmp_path: Path, stacks: dict[str, dict]) -> Path:
 @pytest.mark.parametrize("stack", STACKS)
 def test_example_stacks_pass(stack, capsys):
     assert main(["check", "--project", str(PROJECT_DIR), "--stack", stack]) == 0, capsys.readouterr().out
-    assert "no policy violations" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    if stack == "seed-rdma":
+        # The walkthrough's mooncake-dram backend comes from its Shared Cache walkthrough, whose KVCachePool this
+        # stack does not declare: the one advisory finding, and nothing mandatory.
+        assert "0 mandatory, 1 advisory violation(s)" in out and "KVCacheBackend mooncake-dram: metadata.name" in out
+    else:
+        assert "no policy violations" in out
 
 
 def test_efa_plugin_installed_elsewhere_is_stated_and_checked(tmp_path, capsys):

@@ -60,3 +60,13 @@ def test_efa_transport_on_an_rdma_pool_is_refused(seed):
 def test_transfer_leg_on_a_pool_of_another_fabric_is_refused(seed):
     resources = replace_props(seed, of_type("v1alpha1:ModelDeployment"), lambda p: p["spec"]["kvTransfer"].update(protocol="EFA"))
     assert_violation(kv_cache_transport_fabric, resources, f"the transfer leg uses EFA but pool {A10G} has fabric rdma")
+
+
+def test_unreferenced_kv_cache_objects_are_advisory_warnings(seed, aws_efa):
+    from gpu_fabric.policies import kv_cache_unreferenced
+
+    assert_metadata(kv_cache_unreferenced, EnforcementLevel.ADVISORY)
+    assert_no_violations(kv_cache_unreferenced, aws_efa)
+    # The walkthrough's backend: no KVCachePool of the seed stack lists it, and its RDMA members still run.
+    violation = assert_violation(kv_cache_unreferenced, seed, "KVCacheBackend mooncake-dram: metadata.name: no KVCachePool lists")
+    assert "members[0] on pool gpustack--nvidia-a10g-linux-amd64 (RDMA)" in violation.message

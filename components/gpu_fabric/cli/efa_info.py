@@ -91,9 +91,11 @@ def _index_ranges_by_value(values: Mapping[int, int]) -> str:
 
 
 def stack_domain_lines(stack: str, project: str) -> tuple[list[str], list[str]]:
-    """The stack's fabric domains as paths (from its configuration alone) and the domains' instance types."""
+    """The stack's fabric domains as paths (from its configuration alone), each namespace's LocalQueue per pool,
+    and the domains' instance types."""
     from pathlib import Path
 
+    from gpu_fabric.kube.kueue import kueue_manifests, local_queue_table
     from gpu_fabric.plan.efa_domains.description import describe_domain
     from gpu_fabric.plan.efa_domains.from_config import domains_from_config
     from gpu_fabric.plan.efa_domains.naming import planned_security_group
@@ -109,7 +111,8 @@ def stack_domain_lines(stack: str, project: str) -> tuple[list[str], list[str]]:
     for domain in domains_from_config(config).domains:
         lines.extend(describe_domain(domain, planned_security_group("fabric", domain)))
         types.extend(t for pool in domain.pools for t in pool.instance_types if t not in types)
-    return lines or [f"stack {stack}: no pool exchanges fabric traffic with another"], types
+    lines = lines or [f"stack {stack}: no pool exchanges fabric traffic with another"]
+    return [*lines, *local_queue_table(kueue_manifests(config))], types
 
 
 def source_text(source: Any) -> str:
@@ -146,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
             print("")
         args.types = list(dict.fromkeys([*args.types, *domain_types]))
     if not args.types:
+        if args.stack:  # a stack whose pools name no EC2 type (nodes it does not provision): its domains and queues say it all
+            return EXIT_OK
         print("gpu-fabric efa-info: name at least one instance type (or --stack)", file=sys.stderr)
         return EXIT_USAGE
 

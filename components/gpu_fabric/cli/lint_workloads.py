@@ -2,12 +2,13 @@
 
 The stack file is validated as ``render`` validates it (:func:`gpu_fabric.validation.configuration.load_config`),
 then every workload of the files (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
-LeaderWorkerSet) is judged on the pools it lands on (:func:`gpu_fabric.kube.workloads.judge_workloads`)
-and every DaemonSet of the files, beside the stack's own device plugins, by
-:func:`gpu_fabric.kube.advertisers.advertiser_findings` -- the same functions the policy pack runs. The
-files' ResourceClaimTemplates, ResourceClaims and pods' ``resourceClaims`` go through the DRA rules that
-need no pool's facts (:func:`gpu_fabric.kube.dra_rules.dra_findings`: shapes, ``hostNetwork`` with a
-DRANET claim, a NUMA constraint over an NVIDIA GPU).
+LeaderWorkerSet) is judged on the pools it lands on (:func:`gpu_fabric.kube.workloads.judge_workloads`),
+every queued workload requesting fabric devices must name a LocalQueue of the stack in its namespace
+(:func:`gpu_fabric.kube.kueue_rules.workload_queue_findings`: the stack's LocalQueues, and any the files
+declare, as the pack counts every LocalQueue of the stack), and every DaemonSet of the files, beside the
+stack's own device plugins, is judged by :func:`gpu_fabric.kube.advertisers.advertiser_findings` -- the same
+functions the policy pack runs. The files' ResourceClaimTemplates, ResourceClaims and pods'
+``resourceClaims`` go through the DRA rules (:func:`gpu_fabric.kube.dra_rules.dra_findings`).
 
 Each finding names the file, the object and the field. Objects of other kinds are passed over and
 counted; a pod template that lands on none of the stack's pools is reported as not judged.
@@ -56,6 +57,8 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     from gpu_fabric.config.stack_file import StackFileError
     from gpu_fabric.kube.advertisers import advertiser_findings
     from gpu_fabric.kube.dra_rules import DraContext, dra_findings
+    from gpu_fabric.kube.kueue import kueue_manifests
+    from gpu_fabric.kube.kueue_rules import declared_local_queues, workload_queue_findings
     from gpu_fabric.kube.pod_templates import WorkloadShapeError
     from gpu_fabric.kube.workloads import judge_workloads, object_ref, pool_finding_line
     from gpu_fabric.program.render import StackNotFoundError
@@ -96,6 +99,9 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     own = [d for d in stack_device_plugin_daemonsets(config) if object_ref(d) not in in_files]
     advertisers = advertiser_findings(pools, [*own, *files_daemonsets])
     own_refs = {str(object_ref(daemonset)) for daemonset in own}
+    # The pack counts every LocalQueue of the stack; here those are the stack's own and any the files declare.
+    declared = declared_local_queues([*kueue_manifests(config), *manifests])
+    queue_findings = [finding for manifest in manifests for finding in workload_queue_findings(manifest, declared)]
 
     lines = [f"stack {stack}: {len(pools)} pools ({', '.join(f'{p.name} ({p.fabric})' for p in pools)})"]
     for finding in report.findings:
@@ -104,12 +110,16 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
         subject = str(advertiser.subject)
         source = sources.get(subject) or (f"stack {stack}" if subject in own_refs else "?")
         lines.append(f"{str(advertiser.severity).upper()} {source}: {pool_finding_line(advertiser)}")
+    for finding in queue_findings:
+        lines.append(f"{str(finding.severity).upper()} {sources.get(str(finding.subject), '?')}: {finding.subject} "
+                     f"{finding.path}: {finding.message} [{finding.rule_id}]")
     for finding in dra:
         lines.append(f"{str(finding.severity).upper()} {sources.get(str(finding.subject), '?')}: {finding} [{finding.rule_id}]")
     for ref, path, why in report.not_judged:
         lines.append(f"NOT JUDGED {sources.get(ref, '?')}: {ref} {path}: {why}")
-    errors = len(report.errors) + sum(1 for f in [*advertisers, *dra] if f.is_error)
-    warnings = len(report.warnings) + sum(1 for f in [*advertisers, *dra] if not f.is_error)
+    later = [*advertisers, *queue_findings, *dra]
+    errors = len(report.errors) + sum(1 for f in later if f.is_error)
+    warnings = len(report.warnings) + sum(1 for f in later if not f.is_error)
     lines.append(f"{len(report.judged)} pod templates judged, {len(report.not_judged)} not judged, "
                  f"{report.device_plugins} device-plugin DaemonSets checked as advertisers, "
                  f"{report.passed_over} objects of other kinds passed over; "

@@ -162,9 +162,18 @@ def summary(result, out: Path) -> str:
     elif owner == "standalone":
         lines.append("queues: owned by this stack; ClusterQueues meter accelerators and fabric keys")
     lines.extend(domain_lines(result.resources))
+    lines.extend(local_queue_lines(result))
     lines.extend(operator_warning_lines(result))
+    lines.extend(unreferenced_warning_lines(result))
     lines.append(f"wrote {out / MANIFEST_DIR}/ and {out / RESOURCES_FILE}")
     return "\n".join(lines)
+
+
+def local_queue_lines(result) -> list[str]:
+    """Each namespace's LocalQueue per pool, as rendered: the value of a workload's ``kueue.x-k8s.io/queue-name``."""
+    from gpu_fabric.kube.kueue import local_queue_table
+
+    return local_queue_table(result.kubernetes_objects())
 
 
 def operator_warning_lines(result) -> list[str]:
@@ -181,6 +190,16 @@ def operator_warning_lines(result) -> list[str]:
         return []
     report = analyze(result.kubernetes_objects(), operator=profile)
     return [f"warning: {finding}" for finding in report.warnings]
+
+
+def unreferenced_warning_lines(result) -> list[str]:
+    """KV-cache objects nothing references (:func:`gpu_fabric.plan.kv_cache_references.unreferenced_findings`, what the
+    advisory ``kv-cache-unreferenced`` policy reports at ``check``): a warning each, naming it."""
+    from gpu_fabric.plan.kv_cache_references import unreferenced_findings
+    from gpu_fabric.policies.resource_view import pool_facts
+
+    pools = pool_facts([r.policy_resource() for r in result.resources])
+    return [f"warning: {finding}" for finding in unreferenced_findings(result.kubernetes_objects(), pools)]
 
 
 def domain_lines(rendered_resources) -> list[str]:

@@ -15,9 +15,10 @@ Two owners are possible (``queueOwner``):
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from gpu_fabric.kube.device_plugins import tolerations_for_taints
+from gpu_fabric.kube.kueue_rules import QUEUE_NAME_LABEL, declared_local_queues
 from gpu_fabric.gpustack.naming import local_queue_name
 from gpu_fabric.config.quantity import parse_quantity
 from gpu_fabric.config.fabric import FabricConfig
@@ -138,3 +139,20 @@ def pool_kueue_manifests(pool: PoolSpec, namespaces: Iterable[str], owner: str) 
 def kueue_manifests(config: FabricConfig) -> list[dict[str, Any]]:
     """Every Kueue object of a configuration."""
     return [m for pool in config.pools for m in pool_kueue_manifests(pool, config.namespaces, config.queue_owner)]
+
+
+def local_queue_table(manifests: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The LocalQueues among ``manifests`` as a table a user copies the queue-name label from: one row per
+    namespace and pool (its ClusterQueue), sorted; ``[]`` when there are none.
+
+    Under GPUStack the names are hashes (:func:`gpu_fabric.gpustack.naming.local_queue_name`), which nobody can
+    guess: this is where ``render`` and ``efa-info --stack`` show them.
+    """
+    queues = declared_local_queues(manifests)
+    if not queues:
+        return []
+    rows = [("namespace", "pool", "local-queue"), *((q.namespace, q.cluster_queue or "-", q.name) for q in queues)]
+    widths = [max(len(row[column]) for row in rows) for column in range(2)]
+    lines = [f"local queues (label pods with {QUEUE_NAME_LABEL}: <local-queue>):"]
+    lines.extend(f"  {row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]}" for row in rows)
+    return lines

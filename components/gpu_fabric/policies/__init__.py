@@ -29,7 +29,8 @@ from gpu_fabric.policies.finite_numbers import finite_numbers
 from gpu_fabric.policies.instance_facts import pool_instance_facts
 from gpu_fabric.policies.karpenter import karpenter_efa_pool
 from gpu_fabric.policies.kueue import kueue_fabric_keys_covered, kueue_fabric_workload_queue
-from gpu_fabric.policies.kv_cache import kv_cache_transport_fabric
+from gpu_fabric.policies.capacity import pool_accelerator_capacity
+from gpu_fabric.policies.kv_cache import kv_cache_transport_fabric, kv_cache_unreferenced
 from gpu_fabric.policies.node_groups import efa_node_group_placement
 from gpu_fabric.policies.security import (
     kubelet_host_access,
@@ -63,6 +64,8 @@ ALL_POLICIES: list[Policy] = [
     fabric_pool_topology_alignment,
     fabric_pool_topology_delivered,
     kv_cache_transport_fabric,
+    kv_cache_unreferenced,
+    pool_accelerator_capacity,
     kueue_fabric_workload_queue,
     kueue_fabric_keys_covered,
     mooncake_members_unprivileged,
@@ -124,11 +127,13 @@ __all__ = [
     "kueue_fabric_keys_covered",
     "kueue_fabric_workload_queue",
     "kv_cache_transport_fabric",
+    "kv_cache_unreferenced",
     "launch_template_ebs_encrypted",
     "launch_template_imdsv2",
     "model_deployment_unprivileged_roles",
     "mooncake_members_unprivileged",
     "pack_display_name",
+    "pool_accelerator_capacity",
     "pool_instance_facts",
     "transfer_path_consistency",
 ]

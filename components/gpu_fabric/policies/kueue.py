@@ -14,36 +14,20 @@ from typing import Any, Sequence
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.config.shapes import as_list, as_mapping, known_str
-from gpu_fabric.config import constants
-from gpu_fabric.findings import Finding, ObjectRef
-from gpu_fabric.kube.kueue_rules import covered_keys_findings, queue_label_findings
-from gpu_fabric.kube.pod_templates import pod_spec_of, requested_resource_names
+from gpu_fabric.findings import Finding
+from gpu_fabric.kube.kueue_rules import (
+    DEFAULT_NAMESPACE,
+    KUEUE_GROUP,
+    covered_keys_findings,
+    declared_local_queues,
+    fabric_keys_of,
+    queue_label_of,
+    workload_queue_findings,
+)
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.resource_view import pool_facts, Resource
 from gpu_fabric.gpustack.transfer_legs import EFA_KEY, FABRIC_KEYS
 from gpu_fabric.policies.reporting import report_finding
-
-QUEUE_NAME_LABEL = constants.QUEUE_NAME_LABEL
-KUEUE_GROUP = "kueue.x-k8s.io"
-QUEUED_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "LeaderWorkerSet")
-ALL_FABRIC_KEYS = frozenset(key for keys in FABRIC_KEYS.values() for key in keys)
-DEFAULT_NAMESPACE = "default"
-
-
-def fabric_keys_of(obj: Resource) -> set[str]:
-    """Fabric keys a workload's containers request."""
-    pod_spec = pod_spec_of(obj.props)
-    return requested_resource_names(pod_spec) & ALL_FABRIC_KEYS if pod_spec else set()
-
-
-def queue_name_of(obj: Resource) -> str | None:
-    """The queue-name label on the object, or on its pod template."""
-    labels = as_mapping(obj.metadata.get("labels"))
-    name = known_str(labels.get(QUEUE_NAME_LABEL))
-    if name:
-        return name
-    template = as_mapping(as_mapping(obj.spec.get("template")).get("metadata"))
-    return known_str(as_mapping(template.get("labels")).get(QUEUE_NAME_LABEL))
 
 
 def local_queues(resources: Sequence[Resource]) -> dict[tuple[str, str], Resource]:
@@ -56,20 +40,15 @@ def local_queues(resources: Sequence[Resource]) -> dict[tuple[str, str], Resourc
 
 
 def fabric_workloads(resources: Sequence[Resource]) -> list[tuple[Resource, set[str]]]:
-    return [(r, keys) for r in resources
-            if r.is_kubernetes_object and r.kind in QUEUED_KINDS and (keys := fabric_keys_of(r))]
+    return [(r, keys) for r in resources if r.is_kubernetes_object and (keys := fabric_keys_of(r.props))]
 
 
 def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
-    """``(urn, finding)`` for every fabric workload without a LocalQueue of the stack."""
-    queues = local_queues(resources)
-    found: list[tuple[str, Finding]] = []
-    for workload, keys in fabric_workloads(resources):
-        namespace = workload.namespace or DEFAULT_NAMESPACE
-        subject = ObjectRef(workload.kind, workload.object_name, namespace)
-        declared = [name for ns, name in queues if ns == namespace]
-        found.extend((workload.urn, finding) for finding in queue_label_findings(subject, keys, queue_name_of(workload), declared))
-    return found
+    """``(urn, finding)`` for every fabric workload without a LocalQueue of the stack
+    (:func:`gpu_fabric.kube.kueue_rules.workload_queue_findings`, which ``lint --stack`` calls too)."""
+    declared = declared_local_queues(r.props for r in resources if r.is_kubernetes_object)
+    return [(workload.urn, finding) for workload, _ in fabric_workloads(resources)
+            for finding in workload_queue_findings(workload.props, declared, name=workload.name)]
 
 
 def covered_resources(cluster_queue: Resource) -> set[str]:
@@ -88,7 +67,7 @@ def coverage_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]
     wanted: dict[str, set[str]] = {}
     queues = local_queues(resources)
     for workload, keys in fabric_workloads(resources):
-        queue = queues.get((workload.namespace or DEFAULT_NAMESPACE, queue_name_of(workload) or ""))
+        queue = queues.get((workload.namespace or DEFAULT_NAMESPACE, queue_label_of(workload.props)[0] or ""))
         if queue is not None:
             target = known_str(queue.spec.get("clusterQueue"))
             if target:
@@ -108,7 +87,7 @@ def coverage_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]
 
 def _validate_workloads(args: StackValidationArgs, report_violation: Any) -> None:
     for urn, finding in workload_findings(stack_resources(args)):
-        report_finding(report_violation, finding, finding.message, urn)
+        report_finding(report_violation, finding, str(finding), urn)
 
 
 def _validate_coverage(args: StackValidationArgs, report_violation: Any) -> None:

@@ -1,4 +1,5 @@
-"""Policy ``kv-cache-transport-fabric``: the rules of :mod:`gpu_fabric.plan.transport_fabric` over a stack.
+"""Policies ``kv-cache-transport-fabric`` (the rules of :mod:`gpu_fabric.plan.transport_fabric`) and
+``kv-cache-unreferenced`` (advisory: :mod:`gpu_fabric.plan.kv_cache_references`) over a stack.
 
 Each Mooncake member group of a KVCacheBackend runs on the nodes its ``nodeSelector`` picks; a pool
 is picked when the selector holds on the pool's node labels
@@ -15,6 +16,7 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 
 from gpu_fabric.findings import Finding
 from gpu_fabric.gpustack.admission_pipeline import analyze
+from gpu_fabric.plan.kv_cache_references import unreferenced_findings
 from gpu_fabric.plan.transport_fabric import KV_MEMBER_TRANSPORT_FABRIC, member_findings, role_leg_findings
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.resource_view import pool_facts, Resource
@@ -79,5 +81,45 @@ kv_cache_transport_fabric = StackValidationPolicy(
         "Set the backend's (or member group's) transport.protocol to the fabric of the pool its nodeSelector picks "
         "(EFA on EFA pools, RDMA on RDMA pools), narrow the nodeSelector to the right pool's labels, and keep "
         "fabricInterfaceCount within the pool's interfacesPerNode."
+    ),
+)
+
+
+def unreferenced_violations(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
+    """``(urn, finding)`` for every KV-cache object nothing references
+    (:func:`gpu_fabric.plan.kv_cache_references.unreferenced_findings`)."""
+    objects = gpustack_objects(list(resources))
+    if not objects:
+        return []
+    urns = {(r.kind, r.namespace or DEFAULT_NAMESPACE if r.kind == "KVCachePoolBinding" else None, r.object_name): r.urn
+            for r in objects}
+    found = []
+    for finding in unreferenced_findings([r.props for r in objects], pool_facts(resources)):
+        subject = finding.subject
+        key = (subject.kind, subject.namespace, subject.name) if subject else ("", None, "")
+        found.append((urns.get(key, ""), finding))
+    return found
+
+
+def _validate_unreferenced(args: StackValidationArgs, report_violation: Any) -> None:
+    for urn, finding in unreferenced_violations(stack_resources(args)):
+        report_finding(report_violation, finding, str(finding), urn or None)
+
+
+kv_cache_unreferenced = StackValidationPolicy(
+    name="kv-cache-unreferenced",
+    display_name="Every KV-cache object serves a deployment",
+    description=(
+        "A KVCacheBackend that no KVCachePool lists, a KVCachePool that no KVCachePoolBinding names, or a binding that "
+        "no ModelDeployment names is reported: it runs, serves nobody, and an unused backend's fabric members fall "
+        "out of the fabric domain checks."
+    ),
+    validate=_validate_unreferenced,
+    enforcement_level=EnforcementLevel.ADVISORY,
+    severity=Severity.LOW,
+    tags=["kv-cache", "mooncake"],
+    remediation_steps=(
+        "Reference the object (a KVCachePool over the backend, a binding naming the pool, a ModelDeployment's "
+        "kvCache.poolRef naming the binding), or remove it; check the names for a typo."
     ),
 )

@@ -9,6 +9,8 @@ models, and places its findings at the configuration path. Each finding's rule n
 * ``fabric-pool-topology``: :func:`gpu_fabric.kube.topology_rules.topology_findings` on each fabric pool's topology;
 * ``kv-cache-transport-fabric``: :func:`gpu_fabric.plan.transport_fabric.member_findings` on each fabric member
   group and every pool it selects (:func:`gpu_fabric.kube.pool_view.pool_view_of`);
+* ``pool-accelerator-capacity``: :func:`gpu_fabric.plan.pool_capacity.capacity_findings` on the pools at their
+  largest size and the ModelDeployments the stack registers, at ``modelDeployments[i].roles[j].replicas``;
 * ``efa-node-group-placement``: :func:`gpu_fabric.aws.node_group_placement.placement_findings` on the node
   group ``EfaNodeGroup`` builds for each managed pool, and on the NodeClass ``KarpenterEfaPool`` builds for each
   Karpenter pool (:func:`gpu_fabric.aws.node_group_placement.spec_placement`).
@@ -23,12 +25,14 @@ from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.findings import Finding
 from gpu_fabric.kube.pool_view import pool_view_of
 from gpu_fabric.kube.topology_rules import topology_findings
+from gpu_fabric.plan.pool_capacity import capacity_findings, pool_capacity_of
 from gpu_fabric.plan.transport_fabric import member_findings
 
 
 def pack_problems(config: FabricConfig) -> list[Finding]:
     """Every mandatory verdict the configuration already decides, at its configuration path."""
-    return [*_topology_problems(config), *_member_problems(config), *_placement_problems(config)]
+    return [*_topology_problems(config), *_member_problems(config), *_capacity_problems(config),
+            *_placement_problems(config)]
 
 
 def _topology_problems(config: FabricConfig) -> Iterable[Finding]:
@@ -58,6 +62,18 @@ def _member_problems(config: FabricConfig) -> Iterable[Finding]:
             if pool.matches_selector(grant.node_selector):
                 for finding in member_findings(grant, pool):
                     yield finding.moved(path).about(None)
+
+
+def _capacity_problems(config: FabricConfig) -> Iterable[Finding]:
+    from gpu_fabric.gpustack.objects import model_deployment
+
+    position: dict[tuple[str | None, str], int] = {(d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}
+    manifests = [model_deployment(d) for d in config.model_deployments]
+    for finding in capacity_findings([pool_capacity_of(pool) for pool in config.pools], manifests):
+        subject = finding.subject
+        item = f"modelDeployments[{position[(subject.namespace, subject.name)]}]" if subject else "modelDeployments"
+        # spec.roles[j].replicas of the manifest is roles[j].replicas of the configuration item.
+        yield finding.moved(f"{item}.{str(finding.path).removeprefix('spec.')}").about(None)
 
 
 def _placement_problems(config: FabricConfig) -> Iterable[Finding]:

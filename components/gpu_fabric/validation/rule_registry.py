@@ -20,7 +20,7 @@ from gpu_fabric.gpustack import device_manager_access, privilege_rules, rules as
 from gpu_fabric.gpustack.admission import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding, model_deployment
 from gpu_fabric.gpustack.profiles import profile_for
 from gpu_fabric.kube import advertisers, coverage, dra_claims, dra_rules, host_access, kueue_rules, topology_rules, workloads
-from gpu_fabric.plan import fabric_plan, transport_fabric
+from gpu_fabric.plan import fabric_plan, kv_cache_references, pool_capacity, transport_fabric
 from gpu_fabric.plan.efa_domains import derivation, rules as domain_rules
 from gpu_fabric.validation import configuration
 
@@ -105,6 +105,8 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (domain_rules.DOMAIN_FABRIC_MIX, derivation.derive_domains),
     (transport_fabric.KV_MEMBER_TRANSPORT_FABRIC, transport_fabric.member_findings),
     (transport_fabric.ROLE_TRANSFER_LEG_FABRIC, transport_fabric.role_leg_findings),
+    (kv_cache_references.KV_CACHE_UNREFERENCED, kv_cache_references.unreferenced_findings),
+    (pool_capacity.POOL_ACCELERATOR_CAPACITY, pool_capacity.capacity_findings),
     # Nodes: device plugins, kubelet topology, Kueue, host access.
     (coverage.DEVICE_PLUGIN_COVERAGE, coverage.uncovered_pools),
     (advertisers.EFA_PLUGIN_VERSION, advertisers.advertiser_findings),
@@ -113,7 +115,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (topology_rules.FABRIC_POOL_TOPOLOGY, topology_rules.topology_findings),
     (topology_rules.FABRIC_POOL_TOPOLOGY_ALIGNMENT, topology_rules.alignment_findings),
     (topology_rules.FABRIC_POOL_TOPOLOGY_DELIVERED, topology_rules.delivery_findings),
-    (kueue_rules.KUEUE_FABRIC_WORKLOAD_QUEUE, kueue_rules.queue_label_findings),
+    (kueue_rules.KUEUE_FABRIC_WORKLOAD_QUEUE, kueue_rules.workload_queue_findings),
     (kueue_rules.KUEUE_FABRIC_KEYS_COVERED, kueue_rules.covered_keys_findings),
     (host_access.KUBELET_HOST_ACCESS, host_access.host_access_findings),
     # Workloads on fabric pools.
