@@ -4,7 +4,9 @@ The stack file is validated as ``render`` validates it (:func:`gpu_fabric.valida
 then every workload of the files (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
 LeaderWorkerSet) is judged on the pools it lands on (:func:`gpu_fabric.kube.workloads.judge_workloads`)
 and every DaemonSet of the files, beside the stack's own device plugins, by
-:func:`gpu_fabric.kube.advertisers.advertiser_findings` -- the same functions the policy pack runs.
+:func:`gpu_fabric.kube.advertisers.advertiser_findings`; on ``deviceAllocation: dra`` pools,
+:func:`gpu_fabric.kube.dra_exclusive.device_plugin_findings` and ``workload_plugin_key_findings`` -- the same
+functions the policy pack runs.
 
 Each finding names the file, the object and the field. Objects of other kinds are passed over and
 counted; a pod template that lands on none of the stack's pools is reported as not judged.
@@ -52,6 +54,8 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     from gpu_fabric.config.base import ConfigError
     from gpu_fabric.config.stack_file import StackFileError
     from gpu_fabric.kube.advertisers import advertiser_findings
+    from gpu_fabric.kube.dra_exclusive import device_plugin_findings, workload_plugin_key_findings
+    from gpu_fabric.kube.pool_view import pool_view_of
     from gpu_fabric.kube.pod_templates import WorkloadShapeError
     from gpu_fabric.kube.workloads import judge_workloads, object_ref, pool_finding_line
     from gpu_fabric.program.render import StackNotFoundError
@@ -86,6 +90,9 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     # The stack's own plugins count unless the files carry them (a render's k8s/ output): once, as the files have them.
     own = [d for d in stack_device_plugin_daemonsets(config) if object_ref(d) not in in_files]
     advertisers = advertiser_findings(pools, [*own, *files_daemonsets])
+    # deviceAllocation: dra pools: no EFA/NVIDIA device plugin on them, no device-plugin key requested there.
+    views = [pool_view_of(pool) for pool in config.pools]
+    advertisers += [*device_plugin_findings(views, files_daemonsets), *workload_plugin_key_findings(manifests, views)]
     own_refs = {str(object_ref(daemonset)) for daemonset in own}
 
     lines = [f"stack {stack}: {len(pools)} pools ({', '.join(f'{p.name} ({p.fabric})' for p in pools)})"]

@@ -80,3 +80,26 @@ def plugin_key_findings(pool: PoolView, keys: Collection[str], subject: ObjectRe
         "DRA (deviceAllocation: dra): no device plugin advertises them there, so the pod never schedules. Run it on a "
         "deviceAllocation: plugin pool, or (a plain pod) claim the pool's ResourceClaimTemplate instead (docs/dra.md)"),
         subject=subject, pool=pool.name, rests_on_unknown=pool.fabric_unknown)]
+
+
+def workload_plugin_key_findings(objects: Sequence[Mapping[str, Any]], pools: Sequence[PoolView]) -> list[Finding]:
+    """Pods and workloads (not DaemonSets: device plugins are judged by :func:`device_plugin_findings`) whose pod
+    template lands on a ``dra`` pool and requests a device-plugin key there (at the pod spec's containers)."""
+    from gpu_fabric.kube.coverage import pod_schedules_on
+    from gpu_fabric.kube.pod_templates import WorkloadShapeError, pod_templates, requested_resource_names
+
+    dra = [pool for pool in pools if pool.uses_dra]
+    findings: list[Finding] = []
+    for obj in objects if dra else ():
+        if obj.get("kind") == "DaemonSet":
+            continue
+        try:
+            templates = pod_templates(obj)
+        except WorkloadShapeError:
+            continue  # the workload rules name the shape problem
+        for path, pod_spec in templates:
+            keys = requested_resource_names(pod_spec) & set(PLUGIN_KEYS)
+            for pool in dra:
+                if keys and pod_schedules_on(pod_spec, pool.labels, pool.taints)[0]:
+                    findings += plugin_key_findings(pool, keys, object_ref(obj), f"{path}.containers")
+    return findings
