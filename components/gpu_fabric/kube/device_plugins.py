@@ -128,7 +128,7 @@ def efa_device_plugin_daemonset(
             {"name": "infiniband-volume", "mountPath": "/dev/infiniband"},
         ],
     }
-    manifest = {
+    manifest: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
         "metadata": {
