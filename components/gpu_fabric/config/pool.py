@@ -143,7 +143,8 @@ class PoolSpec(SpecModel):
     ``nvidia.com/gpu`` and ``vpc.amazonaws.com/efa``) or ``dra`` (Dynamic Resource Allocation: ResourceClaimTemplates
     pair each GPU with the EFA interfaces on its PCIe root; an NVIDIA ``efa`` pool of an instance type whose PCIe
     layout gpu-fabric knows, on Kubernetes 1.34 or later; docs/dra.md). Absent stays absent in dumps, so a stack that never says it renders as before."""
-    gpus_per_claim: Optional[list[int]] = Field(default=None, min_length=1, max_length=MAX_ACCELERATORS_PER_NODE)
+    gpus_per_claim: Optional[list[Annotated[int, Field(ge=1, le=MAX_ACCELERATORS_PER_NODE)]]] = Field(
+        default=None, min_length=1, max_length=MAX_ACCELERATORS_PER_NODE)
     """``deviceAllocation: dra`` only: the GPU counts workloads claim, one ResourceClaimTemplate per entry, named
     ``<pool>-<n>gpu`` (default: one template for a whole node, ``acceleratorsPerNode`` GPUs)."""
 

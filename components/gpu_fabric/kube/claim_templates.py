@@ -89,8 +89,3 @@ def claim_templates(pool: str, namespaces: Iterable[str], gpu_counts: Iterable[i
     return [claim_template(pool, namespace, gpus, gpus_per_root, efa_per_root)
             for namespace in sorted(set(namespaces)) for gpus in sorted(set(gpu_counts))]
 
-
-def pod_claim_snippet(pool: str, gpus: int) -> dict[str, Any]:
-    """The pod-spec fields that use a template: ``resourceClaims`` and one container's ``resources.claims``."""
-    return {"resourceClaims": [{"name": "devices", "resourceClaimTemplateName": claim_template_name(pool, gpus)}],
-            "containers": [{"name": "engine", "resources": {"claims": [{"name": "devices"}]}}]}
