@@ -15,7 +15,7 @@ from gpu_fabric.policies import POLICIES_BY_NAME
 from gpu_fabric.program.render import render_stack
 from support.policy_helpers import PROJECT_DIR, run
 
-STACKS = ["seed-rdma", "aws-efa", "karpenter-efa"]
+STACKS = ["seed-rdma", "aws-efa", "karpenter-efa", "dra-efa"]
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -162,6 +162,6 @@ def test_the_example_stacks_still_render(tmp_path):
     from support.bad_input import run_cli
     from support.stack_configs import PROJECT_DIR
 
-    for stack in ("aws-efa", "karpenter-efa", "seed-rdma"):
+    for stack in ("aws-efa", "karpenter-efa", "seed-rdma", "dra-efa"):
         outcome = run_cli("render", "--project", str(PROJECT_DIR), "--stack", stack, "--out", str(tmp_path / stack))
         assert outcome.code == 0 and not outcome.crashed, outcome.describe()

@@ -32,7 +32,7 @@ PAIRS = [
     (f.EfaPluginSettingsArgs, cluster.EfaPluginSettings),
     (f.TolerationArgs, cluster.Toleration), (f.ExternalEfaPluginArgs, cluster.ExternalEfaPlugin), (f.DeviceManagerSettingsArgs, cluster.DeviceManagerSettings),
     (f.DevicePluginSettingsArgs, cluster.DevicePluginSettings), (f.EksClusterRefArgs, cluster.EksClusterRef),
-    (f.KubernetesTargetArgs, cluster.KubernetesTarget), (f.GpuFabricArgs, FabricConfig),
+    (f.KubernetesTargetArgs, cluster.KubernetesTarget), (f.ClusterArgs, cluster.ClusterSpec), (f.GpuFabricArgs, FabricConfig),
 ]
 
 

@@ -6,9 +6,11 @@ LeaderWorkerSet) is judged on the pools it lands on (:func:`gpu_fabric.kube.work
 every queued workload requesting fabric devices must name a LocalQueue of the stack in its namespace
 (:func:`gpu_fabric.kube.kueue_rules.workload_queue_findings`: the stack's LocalQueues, and any the files
 declare, as the pack counts every LocalQueue of the stack), and every DaemonSet of the files, beside the
-stack's own device plugins, is judged by :func:`gpu_fabric.kube.advertisers.advertiser_findings` -- the same
-functions the policy pack runs. The files' ResourceClaimTemplates, ResourceClaims and pods'
-``resourceClaims`` go through the DRA rules (:func:`gpu_fabric.kube.dra_rules.dra_findings`).
+stack's own device plugins, is judged by :func:`gpu_fabric.kube.advertisers.advertiser_findings`; on
+``deviceAllocation: dra`` pools, :func:`gpu_fabric.kube.dra_exclusive.device_plugin_findings` and
+``workload_plugin_key_findings`` -- the same functions the policy pack runs. The files'
+ResourceClaimTemplates, ResourceClaims and pods' ``resourceClaims`` go through the DRA rules
+(:func:`gpu_fabric.kube.dra_rules.dra_findings`).
 
 Each finding names the file, the object and the field. Objects of other kinds are passed over and
 counted; a pod template that lands on none of the stack's pools is reported as not judged.
@@ -56,9 +58,11 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     from gpu_fabric.config.base import ConfigError
     from gpu_fabric.config.stack_file import StackFileError
     from gpu_fabric.kube.advertisers import advertiser_findings
+    from gpu_fabric.kube.dra_exclusive import device_plugin_findings, workload_plugin_key_findings
     from gpu_fabric.kube.dra_rules import DraContext, dra_findings
     from gpu_fabric.kube.kueue import kueue_manifests
     from gpu_fabric.kube.kueue_rules import declared_local_queues, workload_queue_findings
+    from gpu_fabric.kube.pool_view import pool_view_of
     from gpu_fabric.kube.pod_templates import WorkloadShapeError
     from gpu_fabric.kube.workloads import judge_workloads, object_ref, pool_finding_line
     from gpu_fabric.program.render import StackNotFoundError
@@ -98,6 +102,9 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     # The stack's own plugins count unless the files carry them (a render's k8s/ output): once, as the files have them.
     own = [d for d in stack_device_plugin_daemonsets(config) if object_ref(d) not in in_files]
     advertisers = advertiser_findings(pools, [*own, *files_daemonsets])
+    # deviceAllocation: dra pools: no EFA/NVIDIA device plugin on them, no device-plugin key requested there.
+    views = [pool_view_of(pool) for pool in config.pools]
+    advertisers += [*device_plugin_findings(views, files_daemonsets), *workload_plugin_key_findings(manifests, views)]
     own_refs = {str(object_ref(daemonset)) for daemonset in own}
     # The pack counts every LocalQueue of the stack; here those are the stack's own and any the files declare.
     declared = declared_local_queues([*kueue_manifests(config), *manifests])

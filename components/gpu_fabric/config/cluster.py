@@ -102,6 +102,29 @@ class EksClusterRef(SpecModel):
     """Defaults to the AWS provider's region (``aws:region``)."""
 
 
+DRA_KUBERNETES_VERSION = (1, 34)
+"""Dynamic Resource Allocation's ``resource.k8s.io/v1`` is served from Kubernetes 1.34, where DRA went GA
+(kubernetes/enhancements keps/sig-node/4381-dra-structured-parameters/kep.yaml, ``stable: "v1.34"``)."""
+
+
+def kubernetes_minor(text: str) -> tuple[int, int]:
+    """``"1.34"`` -> ``(1, 34)``."""
+    major, minor = text.split(".", 1)
+    return int(major), int(minor)
+
+
+class ClusterSpec(SpecModel):
+    """Facts about the cluster the stack deploys into that decide what it may render."""
+
+    kubernetes_version: Optional[syntax.KubernetesVersion] = None
+    """The control plane's Kubernetes minor version, quoted (``"1.34"``). Required when a pool has
+    ``deviceAllocation: dra``: DRA's ``resource.k8s.io/v1`` is served from 1.34, and a ``dra`` pool on an older
+    cluster is refused."""
+    eks_auto_mode: bool = False
+    """The cluster runs EKS Auto Mode, which launches the nodes of pools the stack does not provision (pools
+    without ``aws``). Auto Mode ships its own DRA drivers only from Kubernetes 1.36 (docs/dra.md)."""
+
+
 class KubernetesTarget(SpecModel):
     """Where the Kubernetes objects go; the ambient kubeconfig when omitted."""
 

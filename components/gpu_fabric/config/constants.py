@@ -28,6 +28,9 @@ MANUFACTURER_LABEL: Final = "gpustack.ai/manufacturer"
 """Label of a Device Manager DaemonSet naming the accelerator manufacturer it serves."""
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 """The LocalQueue a workload enters."""
+DEVICE_ALLOCATION_LABEL: Final = "gpu-fabric.io/device-allocation"
+"""Set to ``"dra"`` on the nodes of a ``deviceAllocation: dra`` pool the stack provisions: the stack's own EFA
+device plugin stays off them by this label (a device plugin beside a DRA driver oversubscribes the devices)."""
 CLUSTER_TAG_PREFIX: Final = "kubernetes.io/cluster/"
 """AWS tag prefix that marks a cluster's own security group (refused on the EFA security group)."""
 
@@ -37,6 +40,15 @@ FABRIC_EFA: Final = "efa"
 FABRIC_RDMA: Final = "rdma"
 FABRIC_NONE: Final = "none"
 FABRICS: Final = (FABRIC_EFA, FABRIC_RDMA, FABRIC_NONE)
+
+# -- device allocation -----------------------------------------------------------------------------
+
+DEVICE_ALLOCATION_PLUGIN: Final = "plugin"
+"""Devices advertised by device plugins as extended resources (``nvidia.com/gpu``, ``vpc.amazonaws.com/efa``)."""
+DEVICE_ALLOCATION_DRA: Final = "dra"
+"""Devices allocated through Dynamic Resource Allocation (``resource.k8s.io/v1``) ResourceClaims."""
+NVIDIA_GPU_RESOURCE: Final = "nvidia.com/gpu"
+"""NVIDIA's GPU device plugin: one whole GPU."""
 
 # -- AWS resource type tokens (pulumi-aws) ---------------------------------------------------------
 

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, Field
 
 from gpu_fabric.config.constants import DEFAULT_API_VERSION, DEFAULT_GPUSTACK_OPERATOR
 from gpu_fabric.config.base import SpecModel
-from gpu_fabric.config.cluster import DevicePluginSettings, KubernetesTarget
+from gpu_fabric.config.cluster import ClusterSpec, DevicePluginSettings, KubernetesTarget
 from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec, ModelDeploymentSpec
 from gpu_fabric.config.pool import PoolSpec, check_namespace
 
@@ -65,6 +65,14 @@ class FabricConfig(SpecModel):
     """The device plugins that make fabric NICs schedulable (EFA device plugin, GPUStack Device Manager)."""
     kubernetes: Optional[KubernetesTarget] = None
     """Where the Kubernetes objects go: an EKS cluster or a kubeconfig context; the ambient kubeconfig when omitted."""
+    cluster: Optional[ClusterSpec] = None
+    """Facts about the cluster: its Kubernetes version (required with a ``deviceAllocation: dra`` pool) and
+    whether it runs EKS Auto Mode."""
+
+    @property
+    def kubernetes_version(self) -> Optional[str]:
+        """``cluster.kubernetesVersion``, when stated."""
+        return self.cluster.kubernetes_version if self.cluster is not None else None
 
     def pool(self, name: str) -> Optional[PoolSpec]:
         """The pool named ``name`` (ClusterQueue name), if the stack declares it."""

@@ -18,6 +18,7 @@ from gpu_fabric.config.topology import KubeletTopology, bottlerocket_problems
 from gpu_fabric.config.instance_type_names import MANUFACTURERS, manufacturer_of
 
 EFA_PRESENT_LABEL = constants.EFA_PRESENT_LABEL
+DEVICE_ALLOCATION_LABEL = constants.DEVICE_ALLOCATION_LABEL
 INSTANCE_TYPE_LABEL = constants.INSTANCE_TYPE_LABEL
 OS_LABEL = constants.OS_LABEL
 ARCH_LABEL = constants.ARCH_LABEL
@@ -28,12 +29,13 @@ DNS_SUBDOMAIN = syntax.DNS_SUBDOMAIN
 _GPUSTACK_OS_ARCH = re.compile(r"^gpustack--.*-(?P<os>linux|windows)-(?P<arch>amd64|arm64|ppc64le|s390x)\Z", re.ASCII)
 
 
-def platform_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] = ()) -> dict[str, str]:
+def platform_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] = (), dra: bool = False) -> dict[str, str]:
     """Labels the platform puts on a pool's nodes without the pool declaring them.
 
     ``kubernetes.io/os``/``arch`` as a ``gpustack--...-<os>-<arch>`` InstanceType name tells them,
-    ``vpc.amazonaws.com/efa.present: "true"`` on EFA node groups (ours set it), and
-    ``node.kubernetes.io/instance-type`` when the group has a single instance type.
+    ``vpc.amazonaws.com/efa.present: "true"`` on EFA node groups (ours set it), ``gpu-fabric.io/device-allocation:
+    dra`` on the node groups of ``dra`` pools (ours set it too), and ``node.kubernetes.io/instance-type`` when the
+    group has a single instance type.
     """
     labels: dict[str, str] = {}
     match = _GPUSTACK_OS_ARCH.match(name)
@@ -41,6 +43,8 @@ def platform_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] 
         labels.update({OS_LABEL: match.group("os"), ARCH_LABEL: match.group("arch")})
     if efa:
         labels[EFA_PRESENT_LABEL] = "true"
+    if efa and dra:
+        labels[DEVICE_ALLOCATION_LABEL] = constants.DEVICE_ALLOCATION_DRA
     if len(instance_types) == 1:
         labels[INSTANCE_TYPE_LABEL] = instance_types[0]
     return labels
@@ -48,7 +52,7 @@ def platform_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] 
 
 def pool_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] = (),
                      pool_labels: Optional[Mapping[str, str]] = None, node_group_labels: Optional[Mapping[str, str]] = None,
-                     karpenter_node_pool: Optional[str] = None, node_group_wins: bool = False) -> dict[str, str]:
+                     karpenter_node_pool: Optional[str] = None, node_group_wins: bool = False, dra: bool = False) -> dict[str, str]:
     """The labels every node of a pool carries: the one derivation every view of a pool calls.
 
     What the platform adds (:func:`platform_node_labels`), Karpenter's ``karpenter.sh/nodepool`` when a
@@ -57,7 +61,7 @@ def pool_node_labels(name: str, *, efa: bool, instance_types: Sequence[str] = ()
     (``EfaNodeGroup``'s labels are ``{**aws.labels, **nodeLabels}``). ``node_group_wins`` reads them the
     other way round, as the policy pack reads a ``KueuePool`` input whose ``aws.labels`` come last.
     """
-    labels = platform_node_labels(name, efa=efa, instance_types=instance_types)
+    labels = platform_node_labels(name, efa=efa, instance_types=instance_types, dra=dra)
     if karpenter_node_pool is not None:
         labels[KARPENTER_NODEPOOL_LABEL] = karpenter_node_pool
     layers = (pool_labels, node_group_labels) if node_group_wins else (node_group_labels, pool_labels)
@@ -83,6 +87,11 @@ MAX_CPUS_PER_NODE = 4096
 
 # The extended resource a manufacturer's device plugin advertises for whole accelerators.
 DEFAULT_ACCELERATOR_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "ascend": "huawei.com/Ascend910"}
+
+
+def claim_template_name_of(pool: str, gpus: int) -> str:
+    """``<pool>-<gpus>gpu``, the name of a ``dra`` pool's ResourceClaimTemplate (``kube.claim_templates`` renders it)."""
+    return f"{pool}-{gpus}gpu"
 
 
 def check_object_name(value: str, what: str = "name") -> str:
@@ -129,6 +138,15 @@ class PoolSpec(SpecModel):
     ``provisioner: karpenter`` an EC2NodeClass and NodePool named after the pool."""
     topology_agent: Optional[TopologyAgentSpec] = None
     """Deliver ``topology`` with the ``KubeletTopologyAgent`` DaemonSet, for nodes the stack does not provision."""
+    device_allocation: Optional[Literal["plugin", "dra"]] = None
+    """How pods get the pool's GPUs and EFA interfaces: ``plugin`` (the default: device plugins advertise
+    ``nvidia.com/gpu`` and ``vpc.amazonaws.com/efa``) or ``dra`` (Dynamic Resource Allocation: ResourceClaimTemplates
+    pair each GPU with the EFA interfaces on its PCIe root; an NVIDIA ``efa`` pool of an instance type whose PCIe
+    layout gpu-fabric knows, on Kubernetes 1.34 or later; docs/dra.md). Absent stays absent in dumps, so a stack that never says it renders as before."""
+    gpus_per_claim: Optional[list[Annotated[int, Field(ge=1, le=MAX_ACCELERATORS_PER_NODE)]]] = Field(
+        default=None, min_length=1, max_length=MAX_ACCELERATORS_PER_NODE)
+    """``deviceAllocation: dra`` only: the GPU counts workloads claim, one ResourceClaimTemplate per entry, named
+    ``<pool>-<n>gpu`` (default: one template for a whole node, ``acceleratorsPerNode`` GPUs)."""
 
     # json_schema_input_type: the JSON Schema shows what this validator accepts (``true`` / ``false`` too).
     @field_validator("topology_agent", mode="before", json_schema_input_type=Union[bool, TopologyAgentSpec, None])
@@ -199,7 +217,50 @@ class PoolSpec(SpecModel):
                     raise ValueError(f"taints[{j}]: {error}") from None
         if self.accelerators_per_node and self.resolved_accelerator_resource is None:
             raise ValueError("acceleratorResource is required when the manufacturer has no default resource name")
+        self._dra_shape()
         return self
+
+    def _dra_shape(self) -> None:
+        """What a ``dra`` pool needs before its claims can be planned (the rules over the cluster are elsewhere)."""
+        if not self.uses_dra:
+            if self.gpus_per_claim is not None:
+                raise ValueError("gpusPerClaim applies to deviceAllocation: dra pools only")
+            return
+        if self.fabric != "efa":
+            # The claims pair GPUs with the EFA devices DRANET publishes.
+            raise ValueError("deviceAllocation: dra pairs GPUs with EFA devices: the pool needs fabric: efa")
+        if len(claim_template_name_of(self.name, MAX_ACCELERATORS_PER_NODE)) > 253:
+            raise ValueError("the pool name is too long for its ResourceClaimTemplates (<pool>-<n>gpu, at most 253 characters)")
+        if self.resolved_manufacturer != "nvidia" or not self.accelerators_per_node:
+            raise ValueError("deviceAllocation: dra allocates NVIDIA GPUs (DeviceClass gpu.nvidia.com of NVIDIA's DRA "
+                             "driver): the pool needs manufacturer nvidia and acceleratorsPerNode of at least 1")
+        for j, count in enumerate(self.gpus_per_claim or []):
+            if isinstance(count, bool) or not 1 <= count <= self.accelerators_per_node:
+                raise ValueError(f"gpusPerClaim[{j}]: {count} GPUs do not fit one node of the pool "
+                                 f"(1 to acceleratorsPerNode {self.accelerators_per_node})")
+        if self.gpus_per_claim is not None and len(set(self.gpus_per_claim)) != len(self.gpus_per_claim):
+            raise ValueError("gpusPerClaim lists a GPU count twice; each count is one ResourceClaimTemplate")
+
+    @property
+    def dra_instance_types(self) -> list[str]:
+        """The instance types a ``dra`` pool's claims are planned for: its node group's, or the one its
+        ``nodeLabels`` pin with ``node.kubernetes.io/instance-type`` (nodes the stack does not provision)."""
+        if self.aws is not None:
+            return list(self.aws.instance_types)
+        pinned = self.node_labels.get(INSTANCE_TYPE_LABEL)
+        return [pinned] if pinned else []
+
+    @property
+    def uses_dra(self) -> bool:
+        """``deviceAllocation: dra``: GPUs and EFA interfaces are claimed through DRA, not device plugins."""
+        return self.device_allocation == "dra"
+
+    @property
+    def claim_gpu_counts(self) -> list[int]:
+        """The GPU counts of the pool's ResourceClaimTemplates, sorted (a ``dra`` pool's; empty otherwise)."""
+        if not self.uses_dra:
+            return []
+        return sorted(set(self.gpus_per_claim or [self.accelerators_per_node]))
 
     @property
     def resolved_manufacturer(self) -> Optional[str]:
@@ -224,8 +285,15 @@ class PoolSpec(SpecModel):
             self.name, efa=aws is not None, instance_types=aws.instance_types if aws else (),
             pool_labels=self.node_labels, node_group_labels=aws.labels if aws else None,
             # Karpenter labels every node it launches with its NodePool, which GpuFabric names after the pool.
-            karpenter_node_pool=self.name if aws is not None and aws.is_karpenter else None)
+            karpenter_node_pool=self.name if aws is not None and aws.is_karpenter else None, dra=self.uses_dra)
         return dict(sorted(labels.items()))
+
+    def node_group_labels(self) -> dict[str, str]:
+        """The labels the stack's node group (or NodePool) puts on the pool's nodes beside the EFA label: the pool's
+        ``nodeLabels``, and on a ``dra`` pool the device-allocation label the stack's EFA plugin keeps off."""
+        if self.uses_dra:
+            return {**self.node_labels, DEVICE_ALLOCATION_LABEL: constants.DEVICE_ALLOCATION_DRA}
+        return dict(self.node_labels)
 
     def taint_dicts(self) -> list[dict[str, str]]:
         """The pool's taints (and its node group's), Kubernetes spelling, as plain dicts."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import copy
 from typing import Any, Mapping, Sequence
 
-from gpu_fabric.config.constants import MANUFACTURER_LABEL
+from gpu_fabric.config.constants import DEVICE_ALLOCATION_DRA, DEVICE_ALLOCATION_LABEL, MANUFACTURER_LABEL
 from gpu_fabric.kube.coverage import (
     ADVERTISES_ANNOTATION,
     EFA_PRESENT_LABEL,
@@ -88,6 +88,7 @@ def efa_device_plugin_daemonset(
     tolerations_from_taints: Sequence[Mapping[str, Any]] = (),
     extra_labels: Mapping[str, str] | None = None,
     resources: Mapping[str, Any] | None = None,
+    exclude_dra_nodes: bool = False,
 ) -> dict[str, Any]:
     """AWS's EFA device plugin DaemonSet, advertising ``vpc.amazonaws.com/efa``.
 
@@ -95,7 +96,9 @@ def efa_device_plugin_daemonset(
     never by an instance-type list (static lists lag new instance types and leave the plugin at
     ``DESIRED=0``; selecting EFA-capable types without an EFA attached crash-loops it).
     ``tolerations_from_taints`` are the serving pools' taints, one toleration each, plus
-    ``CriticalAddonsOnly``.
+    ``CriticalAddonsOnly``. ``exclude_dra_nodes`` keeps it off the nodes of ``deviceAllocation: dra`` pools
+    (labelled ``gpu-fabric.io/device-allocation: dra``): their EFA devices are DRANET's, and a plugin beside a
+    DRA driver hands them out twice (EKS user guide, "Manage EFA devices").
     """
     selector_labels = {"app.kubernetes.io/name": name}
     labels = {**dict(extra_labels or {}), **selector_labels, "app.kubernetes.io/managed-by": MANAGED_BY}
@@ -125,7 +128,7 @@ def efa_device_plugin_daemonset(
             {"name": "infiniband-volume", "mountPath": "/dev/infiniband"},
         ],
     }
-    return {
+    manifest: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
         "metadata": {
@@ -160,6 +163,11 @@ def efa_device_plugin_daemonset(
             },
         },
     }
+    if exclude_dra_nodes:
+        manifest["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": DEVICE_ALLOCATION_LABEL, "operator": "NotIn", "values": [DEVICE_ALLOCATION_DRA]}]}]}}}
+    return manifest
 
 
 def _https_get(path: str) -> dict[str, Any]:
@@ -398,6 +406,7 @@ def efa_plugin_for_pools(args: Mapping[str, Any]) -> tuple[dict[str, Any], list[
         image_tag=args.get("image_tag") or EFA_PLUGIN_IMAGE_TAG,
         tolerations_from_taints=[taint for pool in efa_pools for taint in pool.taints],
         resources=args.get("resources"),
+        exclude_dra_nodes=bool(args.get("exclude_dra_nodes")),
     )
     return manifest, efa_pools
 

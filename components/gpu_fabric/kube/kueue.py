@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from gpu_fabric.kube.claim_templates import DRA_DEVICE_CLASSES, EFA_DEVICE_CLASS, GPU_DEVICE_CLASS
 from gpu_fabric.kube.device_plugins import tolerations_for_taints
 from gpu_fabric.kube.kueue_rules import QUEUE_NAME_LABEL, declared_local_queues
 from gpu_fabric.gpustack.naming import local_queue_name
@@ -44,9 +45,16 @@ def pool_quotas(pool: PoolSpec) -> list[tuple[str, Any]]:
     """
     nodes = pool.node_count
     quotas: list[tuple[str, Any]] = []
-    if pool.accelerators_per_node and pool.resolved_accelerator_resource:
+    if pool.uses_dra:
+        # Claimed devices are metered under the logical names the Kueue Configuration maps their DeviceClasses to
+        # (kube.kueue.device_class_mappings); the device-plugin keys are requested by nothing on this pool.
+        quotas.append((GPU_DEVICE_CLASS, pool.accelerators_per_node * nodes))
+        quotas.append((EFA_DEVICE_CLASS, pool.interfaces_per_node * nodes))
+    elif pool.accelerators_per_node and pool.resolved_accelerator_resource:
         quotas.append((pool.resolved_accelerator_resource, pool.accelerators_per_node * nodes))
-    if pool.fabric == "efa":
+    if pool.uses_dra:
+        pass
+    elif pool.fabric == "efa":
         quotas.append((EFA_KEY, pool.interfaces_per_node * nodes))
     elif pool.fabric == "rdma":
         quotas.append((RDMA_EXCLUSIVE_KEY, pool.interfaces_per_node * nodes))
@@ -134,6 +142,21 @@ def pool_kueue_manifests(pool: PoolSpec, namespaces: Iterable[str], owner: str) 
     if owner == "gpustack":
         return queues
     return [resource_flavor(pool), cluster_queue(pool, namespaces), *queues]
+
+
+def device_class_mappings(config: FabricConfig) -> list[dict[str, Any]]:
+    """Kueue Configuration ``resources.deviceClassMappings`` for the DeviceClasses the stack's claims use.
+
+    Kueue meters a ResourceClaimTemplate's requests only under a mapped logical name, and refuses a workload whose
+    DeviceClass is not mapped ("DeviceClass %s is not mapped in DRA configuration", kubernetes-sigs/kueue
+    ``pkg/dra/claims.go``; docs ``tasks/manage/setup_dra``). Each class maps to a logical name equal to its own,
+    the name the standalone ClusterQueues cover. Empty unless the stack owns the ClusterQueues and has a ``dra``
+    pool. The Configuration is Kueue's controller-manager file, not an API object: the stack exports this list
+    (``kueueDeviceClassMappings``) for the Kueue installation to carry (docs/dra.md).
+    """
+    if config.queue_owner != "standalone" or not any(pool.uses_dra for pool in config.pools):
+        return []
+    return [{"name": device_class, "deviceClassNames": [device_class]} for device_class in DRA_DEVICE_CLASSES]
 
 
 def kueue_manifests(config: FabricConfig) -> list[dict[str, Any]]:

@@ -39,6 +39,13 @@ class PoolView:
     instance_types: tuple[str, ...] = ()
     topology: Optional[Mapping[str, Any]] = None
     """The pool's ``topology`` spec (policy, scope, cpuManagerPolicy, reservedSystemCPUs ...), camelCase, if any."""
+    device_allocation: str = "plugin"
+    """``plugin`` or ``dra`` (``deviceAllocation``; absent reads as ``plugin``)."""
+
+    @property
+    def uses_dra(self) -> bool:
+        """Devices are claimed through DRA on this pool: no device plugin may advertise them."""
+        return self.device_allocation == "dra"
 
     @property
     def fabric_unknown(self) -> bool:
@@ -64,7 +71,7 @@ class PoolView:
 
 
 def view_node_labels(name: str, fabric: str, node_labels: Mapping[str, Any], instance_types: Sequence[str] = (),
-                     node_group_labels: Mapping[str, Any] | None = None) -> dict[str, str]:
+                     node_group_labels: Mapping[str, Any] | None = None, dra: bool = False) -> dict[str, str]:
     """Labels a pool's nodes carry: what the platform adds, the pool's nodeLabels, then its node group's labels.
 
     EFA pools carry ``vpc.amazonaws.com/efa.present: "true"`` (our node groups set it); a
@@ -75,7 +82,7 @@ def view_node_labels(name: str, fabric: str, node_labels: Mapping[str, Any], ins
         name, efa=fabric == "efa", instance_types=instance_types,
         pool_labels={str(k): str(v) for k, v in node_labels.items() if not is_unknown(v)},
         node_group_labels={str(k): str(v) for k, v in (node_group_labels or {}).items() if not is_unknown(v)},
-        node_group_wins=True)
+        node_group_wins=True, dra=dra)
 
 
 def pool_view_of(spec: "PoolSpec") -> PoolView:
@@ -85,9 +92,10 @@ def pool_view_of(spec: "PoolSpec") -> PoolView:
     taints = [taint.model_dump(by_alias=True, exclude_none=True) for taint in [*spec.taints, *(aws.taints if aws else [])]]
     return PoolView(
         name=spec.name, fabric=spec.fabric, interfaces_per_node=spec.interfaces_per_node,
-        labels=view_node_labels(spec.name, spec.fabric, spec.node_labels, instance_types, aws.labels if aws else None),
+        labels=view_node_labels(spec.name, spec.fabric, spec.node_labels, instance_types, aws.labels if aws else None,
+                                dra=spec.uses_dra),
         taints=tuple(taints), manufacturer=spec.resolved_manufacturer, instance_types=instance_types,
-        topology=spec.topology.model_dump(by_alias=True, exclude_none=True))
+        topology=spec.topology.model_dump(by_alias=True, exclude_none=True), device_allocation=spec.device_allocation or "plugin")
 
 
 def _int_or_none(value: Any) -> Optional[int]:
@@ -110,11 +118,14 @@ def pool_view_of_input(pool: Mapping[str, Any]) -> Optional[PoolView]:
     fabric = UNKNOWN_FABRIC if is_unknown(pool.get("fabric")) else known_str(pool.get("fabric")) or "none"
     aws = as_mapping(pool.get("aws"))
     instance_types = tuple(str(t) for t in as_list(aws.get("instanceTypes")) if known_str(t))
+    device_allocation = known_str(pool.get("deviceAllocation")) or "plugin"
     labels = view_node_labels(name, fabric, as_mapping(pool.get("nodeLabels")), instance_types,
-                              {k: v for k, v in as_mapping(aws.get("labels")).items() if known_str(v)})
+                              {k: v for k, v in as_mapping(aws.get("labels")).items() if known_str(v)},
+                              dra=device_allocation == "dra" and bool(aws))
     taints = [t for t in [*as_list(pool.get("taints")), *as_list(aws.get("taints"))] if isinstance(t, Mapping)]
     topology = pool.get("topology")
     return PoolView(
         name=name, fabric=fabric, interfaces_per_node=_int_or_none(pool.get("interfacesPerNode")), labels=labels,
         taints=tuple(taints), manufacturer=known_str(pool.get("manufacturer")) or manufacturer_of(name),
-        instance_types=instance_types, topology=topology if isinstance(topology, Mapping) else None)
+        instance_types=instance_types, topology=topology if isinstance(topology, Mapping) else None,
+        device_allocation=device_allocation)

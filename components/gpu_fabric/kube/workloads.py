@@ -85,10 +85,13 @@ class FabricPool:
     @classmethod
     def of(cls, name: str, fabric: str, labels: Mapping[str, str], taints: Sequence[Mapping[str, Any]] = (),
            manufacturer: str | None = None, partitioned_interfaces: int | None = None,
-           instance_types: Sequence[str] = ()) -> "FabricPool":
-        """Build from plain facts (a pool spec's, or a policy's reading of resource inputs)."""
-        return cls(PoolPlacement(name, fabric, dict(labels), tuple(taints), manufacturer),
-                   advertised_fabric_keys(fabric, partitioned_interfaces), tuple(instance_types))
+           instance_types: Sequence[str] = (), dra: bool = False) -> "FabricPool":
+        """Build from plain facts (a pool spec's, or a policy's reading of resource inputs).
+
+        On a ``deviceAllocation: dra`` pool (``dra``) no device plugin advertises a fabric key: the EFA devices
+        are claimed through ResourceClaims."""
+        advertised = frozenset() if dra else advertised_fabric_keys(fabric, partitioned_interfaces)
+        return cls(PoolPlacement(name, fabric, dict(labels), tuple(taints), manufacturer), advertised, tuple(instance_types))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,8 +209,10 @@ def _transfer_without_fabric_key(view: ContainerView) -> Iterable[Finding]:
     # fi_info -p efa = -61, NCCL NET/Socket).
     nixl = view.settings.uses_nixl()
     privileged = (view.container.get("securityContext") or {}).get("privileged") is True  # sees every device node
-    if nixl is not None and not view.fabric_keys() and not privileged:
-        keys = " or ".join(sorted(view.pool.advertised))
+    # On a deviceAllocation: dra pool the devices come with a ResourceClaim the container names (resources.claims).
+    claims = bool((view.container.get("resources") or {}).get("claims"))
+    if nixl is not None and not view.fabric_keys() and not privileged and not claims:
+        keys = " or ".join(sorted(view.pool.advertised)) or "a ResourceClaim of the pool's template, resources.claims"
         yield view.finding(TRANSFER_HAS_FABRIC_KEY, nixl.path, (f"transfers KV over NIXL on {view.pool.fabric} pool {view.pool.name} but requests no "
                                  f"fabric key ({keys}): the container gets no RDMA device and NIXL falls back to TCP"))
 
@@ -500,4 +505,4 @@ def fabric_pool_of(pool: Any) -> FabricPool:
     """A stack pool (:class:`gpu_fabric.config.pool.PoolSpec`) as the workload and advertiser rules see it."""
     return FabricPool.of(
         pool.name, pool.fabric, pool.effective_node_labels(), pool.taint_dicts(), pool.resolved_manufacturer,
-        pool.partitioned_interfaces_per_node, pool.aws.instance_types if pool.aws is not None else ())
+        pool.partitioned_interfaces_per_node, pool.aws.instance_types if pool.aws is not None else (), dra=pool.uses_dra)

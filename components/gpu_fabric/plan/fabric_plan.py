@@ -31,10 +31,14 @@ def pool_placement_args(config: FabricConfig) -> list[dict[str, Any]]:
 def efa_plugin_args(config: FabricConfig) -> Optional[dict[str, Any]]:
     """``EfaDevicePlugin`` arguments, or ``None`` when the stack has no EFA pool or does not deploy it."""
     settings = config.device_plugins.efa
-    pools = [pool for pool in pool_placement_args(config) if pool["fabric"] == "efa"]
+    # A dra pool's EFA devices are DRANET's: the plugin neither serves nor tolerates it, and keeps off its nodes.
+    dra_pools = {pool.name for pool in config.pools if pool.uses_dra}
+    pools = [pool for pool in pool_placement_args(config) if pool["fabric"] == "efa" and pool["name"] not in dra_pools]
     if not pools or not settings.deploy:
         return None
     args: dict[str, Any] = {"namespace": settings.namespace, "pools": pools}
+    if dra_pools:
+        args["exclude_dra_nodes"] = True
     if settings.image_repository:
         args["image_repository"] = settings.image_repository
     if settings.image_tag:
@@ -95,7 +99,10 @@ def stack_device_plugin_daemonsets(config: FabricConfig) -> list[dict[str, Any]]
 
 def coverage_gaps(config: FabricConfig) -> list[CoverageGap]:
     """Fabric pools that no device plugin of (or declared outside) the stack would serve."""
-    placements = [PoolPlacement.from_mapping(pool) for pool in pool_placement_args(config)]
+    # A dra pool needs no device plugin: DRANET publishes its EFA devices (the rule that none runs there is
+    # kube.dra_exclusive.device_plugin_findings).
+    dra_pools = {pool.name for pool in config.pools if pool.uses_dra}
+    placements = [PoolPlacement.from_mapping(pool) for pool in pool_placement_args(config) if pool["name"] not in dra_pools]
     daemonsets = stack_device_plugin_daemonsets(config)
     external = config.device_plugins.efa.provided_by
     if external is not None:

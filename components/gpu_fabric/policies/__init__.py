@@ -23,6 +23,7 @@ from gpu_fabric.policies.advertisers import fabric_advertisers
 from gpu_fabric.policies.device_manager import device_manager_least_privilege
 from gpu_fabric.policies.device_plugins import device_plugin_coverage
 from gpu_fabric.policies.dra import dra_device_claims
+from gpu_fabric.policies.dra_pools import dra_pools
 from gpu_fabric.policies.efa_domains import efa_domain_placement, efa_domain_security_group
 from gpu_fabric.policies.efa_interfaces import efa_launch_template_interfaces
 from gpu_fabric.policies.finite_numbers import finite_numbers
@@ -59,6 +60,7 @@ ALL_POLICIES: list[Policy] = [
     karpenter_efa_pool,
     device_plugin_coverage,
     fabric_advertisers,
+    dra_pools,
     device_manager_least_privilege,
     fabric_pool_topology,
     fabric_pool_topology_alignment,

@@ -111,8 +111,10 @@ def coverage_findings(resources: Sequence[Resource], config: dict) -> list[tuple
     daemonsets = [dict(r.props) for r in candidates if not unknown_paths(dict(r.props))]
     daemonsets.extend(declared_external_efa_plugins(resources))
     served = config.get("manufacturersServed")
+    # A dra pool needs no device plugin (DRANET publishes its EFA devices); the dra-pools policy keeps plugins off it.
+    dra = {pool.name for pool in pools if pool.uses_dra}
     gaps = [] if undecided else uncovered_pools(
-        list(placements.values()), daemonsets,
+        [placement for name, placement in placements.items() if name not in dra], daemonsets,
         external_rdma_plugin=operator_chart_deploys_device_managers(resources, config),
         manufacturers_served=served if isinstance(served, list) else None,
     )

@@ -73,6 +73,8 @@ def coverage_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]
             if target:
                 wanted.setdefault(target, set()).update(keys)
     for pool in pool_facts(resources):
+        if pool.uses_dra:
+            continue  # claimed devices are metered by DeviceClass (kube.kueue.device_class_mappings), not by fabric key
         if pool.fabric == "efa":
             wanted.setdefault(pool.name, set()).add(EFA_KEY)
         elif pool.fabric == "rdma":

@@ -176,6 +176,8 @@ def _pool_from_node_group(resource: Resource, resources: Sequence[Resource]) -> 
         taints=tuple(t for t in as_list(props.get("taints")) if isinstance(t, Mapping)),
         instance_types=tuple(instance_types),
         source="nodegroup",
+        # A dra pool's node group labels its nodes so (config.pool.PoolSpec.node_group_labels).
+        device_allocation="dra" if labels_in.get(constants.DEVICE_ALLOCATION_LABEL) == constants.DEVICE_ALLOCATION_DRA else "plugin",
     )
 
 

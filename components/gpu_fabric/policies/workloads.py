@@ -40,7 +40,8 @@ def fabric_pools(resources: Sequence[Resource]) -> list[FabricPool]:
 
 
 def _fabric_pool(pool: PoolFacts) -> FabricPool:
-    return FabricPool.of(pool.name, pool.fabric, pool.labels, pool.taints, pool.manufacturer, None, pool.instance_types)
+    return FabricPool.of(pool.name, pool.fabric, pool.labels, pool.taints, pool.manufacturer, None, pool.instance_types,
+                         dra=pool.uses_dra)
 
 
 def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:

@@ -16,6 +16,7 @@ from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.cluster import KubernetesTarget
 from gpu_fabric.config.fabric import CONFIG_NAMESPACE, SECRET_CAPABLE_KEYS, config_keys
 from gpu_fabric.config.suggestions import did_you_mean
+from gpu_fabric.kube.kueue import device_class_mappings
 from gpu_fabric.validation.configuration import load_config
 
 
@@ -109,6 +110,11 @@ def _build_stack(name: str) -> GpuFabric:
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[_secret_specs(secret_kinds)]))
     fabric = GpuFabric(name, fabric_args(config), opts, validated=config)
     pulumi.export("localQueues", fabric.local_queues)
+    mappings = device_class_mappings(config)
+    if mappings:
+        # Kueue's Configuration is its controller's file, not an API object: the stack hands over the entries to add
+        # under resources.deviceClassMappings (docs/dra.md).
+        pulumi.export("kueueDeviceClassMappings", mappings)
     return fabric
 
 

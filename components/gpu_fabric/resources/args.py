@@ -216,6 +216,10 @@ class PoolArgs(TypedDict, total=False):
     """An EFA-enabled EKS managed node group that provides the nodes (``fabric: efa`` only)."""
     topology_agent: TopologyAgentSettingsArgs
     """Deliver ``topology`` with the ``KubeletTopologyAgent`` DaemonSet, for nodes the stack does not provision."""
+    device_allocation: str
+    """``plugin`` (default: device plugins) or ``dra`` (ResourceClaimTemplates pairing GPUs and EFA per PCIe root)."""
+    gpus_per_claim: Sequence[int]
+    """``dra`` pools: the GPU counts workloads claim, one ResourceClaimTemplate each (default: a whole node)."""
 
 
 # -- GPUStack objects --------------------------------------------------------------------------------

@@ -57,6 +57,9 @@ class EfaDevicePluginArgs(TypedDict, total=False):
     """Pools the plugin serves. EFA pools must be covered; their taints become tolerations."""
     resources: Mapping[str, Any]
     """Container ``resources``. Default requests 10m CPU / 20Mi, memory limit 128Mi."""
+    exclude_dra_nodes: bool
+    """Keep the plugin off nodes labelled ``gpu-fabric.io/device-allocation: dra`` (the nodes of ``deviceAllocation:
+    dra`` pools, whose EFA devices DRANET allocates). Default false."""
 
 
 class GpuStackDeviceManagerArgs(TypedDict, total=False):

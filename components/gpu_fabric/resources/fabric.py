@@ -10,6 +10,7 @@ from gpu_fabric.gpustack.objects import gpustack_manifests
 from gpu_fabric.aws.catalog.types import InstanceCatalog
 from gpu_fabric.plan.efa_domains.from_config import domains_from_config
 from gpu_fabric.plan.efa_domains.naming import domain_component_name, shares_security_group
+from gpu_fabric.plan.dra_pools import dra_manifests
 from gpu_fabric.plan.fabric_plan import device_manager_args, efa_plugin_args, topology_agent_args
 from gpu_fabric.resources import kv_cache, model_deployment
 from gpu_fabric.resources.aws_deferrable import AWS_NODES_DEFERRABLE
@@ -22,7 +23,7 @@ from gpu_fabric.resources.device_plugins import (
 )
 from gpu_fabric.resources.inputs import ANY, DeferredInputs
 from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent, KubeletTopologyAgentArgs
-from gpu_fabric.resources.kubernetes_objects import child_options, qualified_name
+from gpu_fabric.resources.kubernetes_objects import child_options, qualified_name, register_manifest
 from gpu_fabric.resources.kueue_pool import KueuePool
 from gpu_fabric.resources.kv_cache import KVCache
 from gpu_fabric.resources.model_deployment import ModelDeployment
@@ -123,6 +124,15 @@ class KubernetesTargetArgs(TypedDict, total=False):
     """A context of the ambient kubeconfig."""
 
 
+class ClusterArgs(TypedDict, total=False):
+    """Facts about the cluster the stack deploys into."""
+
+    kubernetes_version: str
+    """The control plane's Kubernetes minor version (``"1.34"``); required with a ``deviceAllocation: dra`` pool."""
+    eks_auto_mode: bool
+    """The cluster runs EKS Auto Mode (it launches the pools the stack does not provision)."""
+
+
 class GpuFabricArgs(TypedDict, total=False):
     """The whole fabric: the same settings as ``gpu-fabric:*`` in ``Pulumi.<stack>.yaml``, with snake_case keys.
 
@@ -153,6 +163,8 @@ class GpuFabricArgs(TypedDict, total=False):
     """Which device plugins the stack deploys."""
     kubernetes: KubernetesTargetArgs
     """Where the Kubernetes objects go."""
+    cluster: ClusterArgs
+    """Facts about the cluster: its Kubernetes version and EKS Auto Mode."""
 
 
 DEFERRABLE = (
@@ -217,6 +229,9 @@ class GpuFabric(pulumi.ComponentResource):
             "gpustackOperator": config.gpustack_operator,
             "devicePlugins": config.device_plugins.model_dump(by_alias=True, exclude_none=True),
         }
+        if config.cluster is not None:
+            # The dra-pools policy reads the cluster's Kubernetes version and Auto Mode here.
+            registered_inputs["cluster"] = config.cluster.model_dump(by_alias=True, exclude_none=True)
         super().__init__("gpu-fabric:index:GpuFabric", name, registered_inputs, opts)
         self.config: FabricConfig = config
         """The validated configuration this fabric was built from."""
@@ -237,7 +252,7 @@ class GpuFabric(pulumi.ComponentResource):
                     # The pool's taints are the nodes' taints: the node group must set them.
                     "taints": _eks_taints(pool.taint_dicts()),
                     "topology": pool.topology.model_dump(exclude_none=True),
-                    "pool_labels": pool.node_labels,
+                    "pool_labels": pool.node_group_labels(),
                 }
                 domain = self.efa_domains.get(pool.name)
                 if domain is not None:
@@ -281,6 +296,14 @@ class GpuFabric(pulumi.ComponentResource):
             for pool in config.pools
         }
         """Pool name -> its Kueue objects."""
+        self.claim_templates: dict[tuple[str, str], pulumi.CustomResource] = {
+            (manifest["metadata"]["namespace"], manifest["metadata"]["name"]): register_manifest(
+                f"{name}-{manifest['metadata']['namespace']}-{manifest['metadata']['name']}", manifest,
+                # A ResourceClaimTemplate's spec is immutable (k8s.io/api resource/v1): a change replaces it.
+                pulumi.ResourceOptions(parent=self, replace_on_changes=["spec"]))
+            for manifest in dra_manifests(config)
+        }
+        """``(namespace, name)`` -> the ResourceClaimTemplate of a ``deviceAllocation: dra`` pool."""
         self.kv_cache: Optional[KVCache] = self._kv_cache(name, config, inputs)
         """The KV-cache objects, when the fabric declares any."""
         cache_objects = [m for m in gpustack_manifests(config) if m["kind"] != "ModelDeployment"]
@@ -389,7 +412,7 @@ def _check_node_groups(config: FabricConfig, catalog: InstanceCatalog) -> None:
             problems.append((f"pools[{i}].aws.instanceTypes", str(error)))
             continue
         if pool.aws.is_karpenter:
-            labels = node_labels({**pool.aws.labels, **pool.node_labels})
+            labels = node_labels({**pool.aws.labels, **pool.node_group_labels()})
             problems.extend(_at_field(f"pools[{i}].aws", "instanceTypes", finding)
                             for finding in karpenter_findings(pool.aws, plan, labels))
         efa_interfaces = sum(1 for interface in plan if interface.interface_type != "interface")

@@ -13,7 +13,10 @@ models, and places its findings at the configuration path. Each finding's rule n
   largest size and the ModelDeployments the stack registers, at ``modelDeployments[i].roles[j].replicas``;
 * ``efa-node-group-placement``: :func:`gpu_fabric.aws.node_group_placement.placement_findings` on the node
   group ``EfaNodeGroup`` builds for each managed pool, and on the NodeClass ``KarpenterEfaPool`` builds for each
-  Karpenter pool (:func:`gpu_fabric.aws.node_group_placement.spec_placement`).
+  Karpenter pool (:func:`gpu_fabric.aws.node_group_placement.spec_placement`);
+* ``dra-pools``: :func:`gpu_fabric.plan.dra_pools.dra_pool_findings` on each ``deviceAllocation: dra`` pool,
+  :func:`gpu_fabric.kube.dra_exclusive.device_plugin_findings` on the stack's own EFA plugin and the one it is
+  ``providedBy``, and the device-plugin keys the stack's ModelDeployments and Mooncake members would request there.
 """
 
 from __future__ import annotations
@@ -32,7 +35,45 @@ from gpu_fabric.plan.transport_fabric import member_findings
 def pack_problems(config: FabricConfig) -> list[Finding]:
     """Every mandatory verdict the configuration already decides, at its configuration path."""
     return [*_topology_problems(config), *_member_problems(config), *_capacity_problems(config),
-            *_placement_problems(config)]
+            *_placement_problems(config), *dra_problems(config)]
+
+
+def dra_problems(config: FabricConfig) -> list[Finding]:
+    """What the ``dra-pools`` policy refuses, at configuration paths (nothing for a stack without a ``dra`` pool)."""
+    if not any(pool.uses_dra for pool in config.pools):
+        return []
+    from gpu_fabric.gpustack.admission_pipeline import analyze
+    from gpu_fabric.gpustack.objects import model_deployment
+    from gpu_fabric.kube.dra_exclusive import device_plugin_findings
+    from gpu_fabric.plan.dra_pools import config_dra_findings, deployment_plugin_key_findings, member_plugin_key_findings
+    from gpu_fabric.plan.fabric_plan import external_efa_plugin, stack_device_plugin_daemonsets
+
+    problems = list(config_dra_findings(config))
+    views = [pool_view_of(pool) for pool in config.pools]
+    own = stack_device_plugin_daemonsets(config)
+    problems += [finding.moved("devicePlugins.efa").about(None) for finding in device_plugin_findings(views, own)]
+    external = config.device_plugins.efa.provided_by
+    if external is not None:
+        plugin = external_efa_plugin(external.model_dump(by_alias=True, exclude_none=True))
+        problems += [finding.moved("devicePlugins.efa.providedBy").about(None)
+                     for finding in device_plugin_findings(views, [plugin])]
+    by_name = {view.name: view for view in views}
+    for i, deployment in enumerate(config.model_deployments):
+        for finding in deployment_plugin_key_findings(model_deployment(deployment, config.gpustack_api_version), by_name):
+            problems.append(finding.moved(f"modelDeployments[{i}]" + str(finding.path)[len("spec"):]).about(None))
+    if config.kv_cache_backends:
+        from gpu_fabric.gpustack.objects import gpustack_manifests
+
+        report = analyze(gpustack_manifests(config),
+                         manufacturers={pool.name: pool.resolved_manufacturer for pool in config.pools},
+                         operator=config.gpustack_operator)
+        position = {backend.name: i for i, backend in enumerate(config.kv_cache_backends)}
+        for grant in report.member_grants:
+            if grant.backend in position:
+                for finding in member_plugin_key_findings(grant, views):
+                    problems.append(finding.moved(f"kvCacheBackends[{position[grant.backend]}]"
+                                                  + str(finding.path)[len("spec"):]).about(None))
+    return problems
 
 
 def _topology_problems(config: FabricConfig) -> Iterable[Finding]:

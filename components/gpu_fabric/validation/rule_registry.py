@@ -19,8 +19,18 @@ from gpu_fabric.findings import Enforcement, Rule
 from gpu_fabric.gpustack import device_manager_access, privilege_rules, rules as gpustack_rules, schema
 from gpu_fabric.gpustack.admission import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding, model_deployment
 from gpu_fabric.gpustack.profiles import profile_for
-from gpu_fabric.kube import advertisers, coverage, dra_claims, dra_rules, host_access, kueue_rules, topology_rules, workloads
-from gpu_fabric.plan import fabric_plan, kv_cache_references, pool_capacity, transport_fabric
+from gpu_fabric.kube import (
+    advertisers,
+    coverage,
+    dra_claims,
+    dra_exclusive,
+    dra_rules,
+    host_access,
+    kueue_rules,
+    topology_rules,
+    workloads,
+)
+from gpu_fabric.plan import dra_pools, fabric_plan, kv_cache_references, pool_capacity, transport_fabric
 from gpu_fabric.plan.efa_domains import derivation, rules as domain_rules
 from gpu_fabric.validation import configuration
 
@@ -115,6 +125,11 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (topology_rules.FABRIC_POOL_TOPOLOGY, topology_rules.topology_findings),
     (topology_rules.FABRIC_POOL_TOPOLOGY_ALIGNMENT, topology_rules.alignment_findings),
     (topology_rules.FABRIC_POOL_TOPOLOGY_DELIVERED, topology_rules.delivery_findings),
+    (dra_pools.DRA_KUBERNETES_VERSION_RULE, dra_pools.kubernetes_version_findings),
+    (dra_pools.DRA_POOL_PROVISIONER, dra_pools.provisioner_findings),
+    (dra_pools.DRA_POOL_TOPOLOGY, dra_pools.topology_findings),
+    (dra_exclusive.DRA_POOL_DEVICE_PLUGIN, dra_exclusive.device_plugin_findings),
+    (dra_exclusive.DRA_POOL_PLUGIN_KEYS, dra_exclusive.plugin_key_findings),
     (kueue_rules.KUEUE_FABRIC_WORKLOAD_QUEUE, kueue_rules.workload_queue_findings),
     (kueue_rules.KUEUE_FABRIC_KEYS_COVERED, kueue_rules.covered_keys_findings),
     (host_access.KUBELET_HOST_ACCESS, host_access.host_access_findings),
