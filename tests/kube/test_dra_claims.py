@@ -32,7 +32,6 @@ from gpu_fabric.kube.dra_rules import (
     DRA_KUEUE_REQUEST_MODE,
     DRA_NUMA_CONSTRAINT_NVIDIA,
     DRA_PCIE_ROOT_CAPACITY,
-    DRA_POOL_DEVICE_PLUGIN_KEYS,
     DraContext,
     dra_findings,
     kueue_device_class_findings,
@@ -237,16 +236,6 @@ def test_a_claim_naming_a_template_the_stack_does_not_render_is_refused():
     elsewhere = dra_findings([pod(namespace="team-b")], DraContext(rendered_templates=rendered))
     assert ids(elsewhere) == [(DRA_CLAIM_TEMPLATE_RENDERED.id, "spec.resourceClaims[0].resourceClaimTemplateName")]
     assert dra_findings([pod(templates=("nope",))], DraContext()) == []  # not known: undecided
-
-
-def test_device_plugin_keys_on_a_dra_pool_are_refused_beside_or_instead_of_a_claim():
-    beside = dra_findings([pod(limits={"nvidia.com/gpu": 8})], DraContext(dra_pool=True))
-    assert ids(beside) == [(DRA_POOL_DEVICE_PLUGIN_KEYS.id, 'spec.containers[0].resources.limits["nvidia.com/gpu"]')]
-    assert "beside its DRA claims" in beside[0].message
-    instead = dra_findings([pod(templates=(), limits={"vpc.amazonaws.com/efa": 16, "cpu": 4})], DraContext(dra_pool=True))
-    assert [f.message.split(" requested")[0] for f in instead] == ["vpc.amazonaws.com/efa"]
-    assert "instead of a DRA claim" in instead[0].message
-    assert dra_findings([pod(limits={"nvidia.com/gpu": 8})], DraContext()) == []
 
 
 def test_dra_findings_reads_shapes_of_claims_templates_and_pods():

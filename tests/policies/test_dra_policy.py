@@ -27,3 +27,23 @@ def test_a_claim_naming_a_template_the_stack_does_not_render_is_refused_only_whe
     assert_violation(dra_device_claims, [template, workload], "names ResourceClaimTemplate gpu-efa-typo", urn=workload.urn)
     assert run(dra_device_claims, [workload]) == []  # the stack renders no template: another program may
     assert run(dra_device_claims, [template, k8s(pod())]) == []
+
+
+def test_the_pack_reads_the_dra_pools_layout_and_queues_from_the_stack():
+    """Over the dra-efa render: a template over two GPUs' roots in a queued namespace is refused twice over."""
+    from support.dra_objects import aligned_spec, claim_template
+
+    from gpu_fabric.policies.dra import findings_of
+    from gpu_fabric.policies.resource_view import Resource
+    from gpu_fabric.program.render import render_stack
+    from support.stack_configs import PROJECT_DIR
+
+    stack = [Resource(r.type, r.name, r.urn, r.policy_inputs, r.parent, r.dependencies)
+             for r in render_stack("dra-efa", PROJECT_DIR).resources]
+    assert findings_of(stack) == []
+    wide = claim_template("wide", aligned_spec(gpus=2, efas=4))
+    wide["spec"]["spec"]["devices"]["requests"][0]["exactly"]["allocationMode"] = "All"
+    planted = Resource("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", "wide",
+                       "urn:pulumi:dra-efa::gpu-fabric::kubernetes:resource.k8s.io/v1:ResourceClaimTemplate::wide", wide)
+    rules = sorted(finding.rule_id for _, finding in findings_of([*stack, planted]))
+    assert rules == ["dra-kueue-request-mode", "dra-pcie-root-capacity"]

@@ -223,3 +223,17 @@ def test_a_claims_list_that_is_not_a_list_is_a_refusal_naming_the_server(tmp_pat
     with FakeApiServer(cluster) as server, pytest.raises(MalformedAnswer) as refused:
         collect(transport_to(server, tmp_path), expectations_for(manifests))
     assert "the ResourceClaims of namespace team-a with items a mapping, expected a list" in str(refused.value)
+
+
+
+def test_a_dra_pools_nodes_are_expected_to_advertise_no_device_plugin_keys():
+    """The dra-efa stack's p5en nodes publish their GPUs and EFA devices in ResourceSlices, not as allocatable;
+    verify reads the claims of the namespaces its templates go to."""
+    from gpu_fabric.plan.dra_pools import dra_manifests
+    from gpu_fabric.verify.expectations import pool_expectation, stack_expectations
+    from gpu_fabric.cli.lint_workloads import _stack_config
+    from support.stack_configs import PROJECT_DIR
+
+    config = _stack_config("dra-efa", PROJECT_DIR)
+    assert pool_expectation(config.pools[0]).allocatable == {}
+    assert stack_expectations("dra-efa", config, dra_manifests(config)).claim_namespaces == ["team-a"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 
@@ -53,19 +53,39 @@ def stack_operator_version(stack: str, project: Path) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _with_file_templates(context_of: Any, manifests: Sequence[Mapping[str, Any]]) -> Any:
+    """``context_of`` with the ResourceClaimTemplates among the linted files counted as rendered."""
+    from dataclasses import replace
+
+    from gpu_fabric.kube.dra_claims import CLAIM_TEMPLATE_KIND, is_resource_object, object_ref as claim_ref
+
+    in_files = frozenset((claim_ref(m).namespace or "default", claim_ref(m).name)
+                         for m in manifests if is_resource_object(m, CLAIM_TEMPLATE_KIND))
+
+    def context(namespace: str) -> Any:
+        base = context_of(namespace)
+        if base.rendered_templates is None:
+            return base
+        return replace(base, rendered_templates=base.rendered_templates | in_files)
+
+    return context
+
+
 def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str, Any], str]]) -> int:
     """Print the stack verdicts over ``read`` (``(manifest, file)`` pairs); return the exit code they mean."""
     from gpu_fabric.config.base import ConfigError
     from gpu_fabric.config.stack_file import StackFileError
     from gpu_fabric.kube.advertisers import advertiser_findings
     from gpu_fabric.kube.dra_exclusive import device_plugin_findings, workload_plugin_key_findings
-    from gpu_fabric.kube.dra_rules import DraContext, dra_findings
+    from gpu_fabric.kube.dra_claims import DRA_CLAIM_SHAPE
+    from gpu_fabric.kube.dra_rules import dra_findings_by_namespace
     from gpu_fabric.kube.kueue import kueue_manifests
     from gpu_fabric.kube.kueue_rules import declared_local_queues, workload_queue_findings
     from gpu_fabric.kube.pool_view import pool_view_of
     from gpu_fabric.kube.pod_templates import WorkloadShapeError
     from gpu_fabric.kube.workloads import judge_workloads, object_ref, pool_finding_line
     from gpu_fabric.program.render import StackNotFoundError
+    from gpu_fabric.plan.dra_pools import config_dra_context
     from gpu_fabric.plan.fabric_plan import stack_device_plugin_daemonsets
     from gpu_fabric.validation.fabric_facts import stack_fabric_pools
 
@@ -86,11 +106,12 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
             judge_workloads([manifest], [])
         except WorkloadShapeError as error:
             shape_problems.append(f"{source}: {error}")
-    # The DRA rules that need no pool's facts: shapes, hostNetwork with a DRANET claim, numaNode over an
-    # NVIDIA GPU (templates and DeviceClasses looked up among the files).
-    dra = dra_findings(manifests, DraContext())
-    shape_problems.extend(f"{sources.get(str(f.subject), '?')}: {f}" for f in dra if f.is_error and f.exit_code == EXIT_USAGE)
-    dra = [f for f in dra if not (f.is_error and f.exit_code == EXIT_USAGE)]
+    # The DRA rules, each namespace with what the stack states of it (its dra pools' PCIe layouts, its LocalQueues,
+    # Kueue's mapping, its templates); templates the files carry count as rendered too.
+    dra = dra_findings_by_namespace(manifests, _with_file_templates(config_dra_context(config), manifests))
+    # A claim that cannot be read is unusable input (exit 2); every other DRA finding is a verdict on the files.
+    shape_problems.extend(f"{sources.get(str(f.subject), '?')}: {f}" for f in dra if f.rule_id == DRA_CLAIM_SHAPE.id)
+    dra = [f for f in dra if f.rule_id != DRA_CLAIM_SHAPE.id]
     if shape_problems:
         for problem in shape_problems:
             print(f"gpu-fabric lint: {problem}", file=sys.stderr)

@@ -16,8 +16,6 @@ builds it from the configuration, one per pool/namespace a workload lands in:
       ``None``: not known, the mapping rule does not decide.
     * ``rendered_templates`` -- ``(namespace, name)`` of every ResourceClaimTemplate the stack
       renders; ``None``: not known, the reference rule does not decide.
-    * ``dra_pool`` -- the workload lands on a pool whose devices a DRA driver allocates
-      (``deviceAllocation: dra``); ``False`` also when not known.
     * ``kinds`` -- which DeviceClasses are DRANET / fabric NIC / NVIDIA GPU classes
       (:class:`~gpu_fabric.kube.dra_claims.DeviceKinds`; add a stack's custom classes with
       ``DraContext.with_device_classes(manifests)``).
@@ -30,13 +28,15 @@ The rules (research: breadth-late-2026 §1.10, each function cites its source):
 * ``dra-kueue-request-mode`` -- ``firstAvailable`` / ``allocationMode: All`` under Kueue.
 * ``dra-kueue-device-class-mapped`` -- a DeviceClass Kueue does not map.
 * ``dra-claim-template-rendered`` -- a pod's claim naming a template the stack does not render.
-* ``dra-pool-device-plugin-keys`` -- device-plugin keys requested on a DRA pool.
+
+Device-plugin keys requested on a ``dra`` pool are :mod:`gpu_fabric.kube.dra_exclusive`'s rule (it knows the
+pools a pod lands on).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from gpu_fabric.findings import FieldPath, Finding, Refusal, Rule
 from gpu_fabric.kube.dra_claims import (
@@ -78,14 +78,8 @@ DRA_KUEUE_DEVICE_CLASS_MAPPED = Rule(
 DRA_CLAIM_TEMPLATE_RENDERED = Rule(
     "dra-claim-template-rendered", "a pod's resourceClaimTemplateName names a ResourceClaimTemplate the stack renders",
     "https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/", policy=POLICY)
-DRA_POOL_DEVICE_PLUGIN_KEYS = Rule(
-    "dra-pool-device-plugin-keys", "a pod on a DRA pool requests no device-plugin key (vpc.amazonaws.com/efa, nvidia.com/gpu)",
-    "https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html", policy=POLICY)
-
 RULES = (DRA_DRANET_HOST_NETWORK, DRA_NUMA_CONSTRAINT_NVIDIA, DRA_PCIE_ROOT_CAPACITY, DRA_KUEUE_REQUEST_MODE,
-         DRA_KUEUE_DEVICE_CLASS_MAPPED, DRA_CLAIM_TEMPLATE_RENDERED, DRA_POOL_DEVICE_PLUGIN_KEYS)
-
-DEVICE_PLUGIN_KEYS = ("vpc.amazonaws.com/efa", "nvidia.com/gpu")
+         DRA_KUEUE_DEVICE_CLASS_MAPPED, DRA_CLAIM_TEMPLATE_RENDERED)
 
 
 @dataclass(frozen=True)
@@ -97,7 +91,6 @@ class DraContext:
     kueue_prioritized_list: bool = False
     mapped_device_classes: Optional[frozenset[str]] = None
     rendered_templates: Optional[frozenset[tuple[str, str]]] = None
-    dra_pool: bool = False
     kinds: DeviceKinds = DeviceKinds()
 
     def with_device_classes(self, manifests: Iterable[Mapping[str, Any]]) -> "DraContext":
@@ -252,27 +245,6 @@ def template_reference_findings(pod: PodView, context: DraContext) -> list[Findi
     return found
 
 
-def device_plugin_key_findings(pod: PodView, context: DraContext) -> list[Finding]:
-    """A device-plugin key (``vpc.amazonaws.com/efa``, ``nvidia.com/gpu``) requested by a pod on a DRA pool.
-
-    On a DRA pool no device plugin advertises those keys (a device plugin and a DRA driver for the same
-    devices oversubscribe them silently: AWS EKS device-management-efa; NVIDIA's DRA driver "cannot run
-    alongside the standard GPU device plugin", dra-driver-nvidia-gpu reference/helm-values.md), so a pod
-    asking for them never schedules -- beside a claim it asks twice, instead of one it asks for nothing a
-    driver allocates.
-    """
-    if not context.dra_pool:
-        return []
-    found = []
-    for path, resource in pod.resources:
-        if resource in DEVICE_PLUGIN_KEYS:
-            how = "beside its DRA claims" if pod.claims else "instead of a DRA claim"
-            found.append(Finding.of(DRA_POOL_DEVICE_PLUGIN_KEYS, path, (
-                f"{resource} requested {how} on a DRA pool: no device plugin advertises it there, so the pod never "
-                "schedules; ask for the devices through a ResourceClaimTemplate of the stack"), subject=pod.subject))
-    return found
-
-
 CLAIM_RULES = (numa_constraint_findings, pcie_root_capacity_findings, kueue_request_mode_findings,
                kueue_device_class_findings)
 
@@ -284,8 +256,7 @@ def claim_spec_findings(spec: ClaimSpec, context: DraContext) -> list[Finding]:
 
 def pod_findings(pod: PodView, specs: Mapping[tuple[str, str], ClaimSpec], context: DraContext) -> list[Finding]:
     """Every pod rule over one pod template; ``specs``: claim specs of its namespace by ``(kind, name)``."""
-    return [*host_network_findings(pod, specs, context), *template_reference_findings(pod, context),
-            *device_plugin_key_findings(pod, context)]
+    return [*host_network_findings(pod, specs, context), *template_reference_findings(pod, context)]
 
 
 # -- over manifests ------------------------------------------------------------------------------------
@@ -355,5 +326,25 @@ def dra_findings(manifests: Sequence[Mapping[str, Any]], context: DraContext) ->
         found.extend(claim_spec_findings(spec, context))
     for manifest in manifests:
         found.extend(workload_findings(manifest, specs, context))
+    return found
+
+
+def dra_findings_by_namespace(manifests: Sequence[Mapping[str, Any]],
+                              context_of: Callable[[str], DraContext]) -> list[Finding]:
+    """:func:`dra_findings` namespace by namespace, each with ``context_of(namespace)``.
+
+    Whether Kueue admits a workload is a property of its namespace (a LocalQueue there), and claims,
+    templates and the pods naming them live in one namespace; DeviceClasses (cluster-scoped) join every
+    namespace's reading.
+    """
+    classes = [m for m in manifests if m.get("kind") == "DeviceClass"]
+    by_namespace: dict[str, list[Mapping[str, Any]]] = {}
+    for manifest in manifests:
+        if manifest.get("kind") == "DeviceClass":
+            continue
+        by_namespace.setdefault(object_ref(manifest).namespace or "default", []).append(manifest)
+    found: list[Finding] = []
+    for namespace in sorted(by_namespace):
+        found.extend(dra_findings([*classes, *by_namespace[namespace]], context_of(namespace)))
     return found
 

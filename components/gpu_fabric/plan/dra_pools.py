@@ -18,7 +18,7 @@ Rules, each one function the ``dra-pools`` policy, ``load_config`` (so ``render`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from gpu_fabric.aws.pcie_topology import PcieTopology, shared_topology
 from gpu_fabric.config.cluster import DRA_KUBERNETES_VERSION, kubernetes_minor
@@ -28,8 +28,17 @@ from gpu_fabric.config.node_group import karpenter_version
 from gpu_fabric.config.shapes import as_list, as_mapping, known_str
 from gpu_fabric.findings import Finding, ObjectRef, Rule
 from gpu_fabric.gpustack.transfer_legs import MemberGrant
-from gpu_fabric.kube.claim_templates import ALLOCATION_RESULTS_MAX, REQUESTS_MAX, claim_devices, claim_templates, root_groups
+from gpu_fabric.kube.claim_templates import (
+    ALLOCATION_RESULTS_MAX,
+    EFA_DEVICE_CLASS,
+    GPU_DEVICE_CLASS,
+    REQUESTS_MAX,
+    claim_devices,
+    claim_templates,
+    root_groups,
+)
 from gpu_fabric.kube.dra_exclusive import DRA_POLICY, plugin_key_findings
+from gpu_fabric.kube.dra_rules import DraContext
 from gpu_fabric.kube.pool_view import PoolView
 
 KARPENTER_DRA_VERSION = (1, 15)
@@ -246,3 +255,46 @@ def member_plugin_key_findings(grant: MemberGrant, pools: Iterable[PoolView]) ->
     path = f"spec.connection.managed.members[{grant.group_index}].fabricInterfaceCount"
     return [finding for pool in pools if pool.matches_selector(grant.node_selector)
             for finding in plugin_key_findings(pool, list(grant.resources), subject, path)]
+
+
+def per_root_device_counts(pools: Iterable[DraPool]) -> dict[str, int]:
+    """DeviceClass -> devices one PCIe root holds, over the ``dra`` pools whose layout is known.
+
+    Pools of different layouts give the largest count per class: a ``pcieRoot`` constraint asking for more than
+    that fits no pool of the stack, whereas one that fits the largest may still be meant for it.
+    """
+    counts: dict[str, int] = {}
+    for pool in pools:
+        layout = pool.topology()
+        if layout is None:
+            continue
+        for device_class, count in ((GPU_DEVICE_CLASS, layout.gpus_per_root), (EFA_DEVICE_CLASS, layout.efa_per_root)):
+            counts[device_class] = max(counts.get(device_class, 0), count)
+    return counts
+
+
+def config_dra_context(config: FabricConfig) -> Callable[[str], DraContext]:
+    """The :class:`~gpu_fabric.kube.dra_rules.DraContext` of each namespace, from what the configuration states.
+
+    * PCIe-root capacities from the ``dra`` pools' layouts (:func:`per_root_device_counts`);
+    * Kueue admits a namespace's workloads when the stack declares a LocalQueue there;
+    * Kueue maps exactly the classes of :func:`gpu_fabric.kube.kueue.device_class_mappings` when the stack owns the
+      ClusterQueues and exports that mapping; otherwise the mapping is not the stack's to know (undecided);
+    * the templates the stack renders, when it has a ``dra`` pool (a claim naming another one is refused).
+    """
+    from gpu_fabric.kube.kueue import device_class_mappings, kueue_manifests
+
+    pools = [pool for spec in config.pools
+             if (pool := DraPool.of_input(spec.model_dump(by_alias=True, exclude_none=True))) is not None]
+    queued = {str(m["metadata"]["namespace"]) for m in kueue_manifests(config) if m.get("kind") == "LocalQueue"}
+    mappings = device_class_mappings(config)
+    mapped = frozenset(name for mapping in mappings for name in mapping["deviceClassNames"]) if mappings else None
+    templates = dra_manifests(config)
+    rendered = frozenset((str(t["metadata"]["namespace"]), str(t["metadata"]["name"])) for t in templates) if pools else None
+    counts = per_root_device_counts(pools)
+
+    def context_of(namespace: str) -> DraContext:
+        return DraContext(per_root_counts=counts, kueue_managed=namespace in queued,
+                          mapped_device_classes=mapped if namespace in queued else None, rendered_templates=rendered)
+
+    return context_of

@@ -1,31 +1,50 @@
 """Policy ``dra-device-claims``: :mod:`gpu_fabric.kube.dra_rules` over a stack's Kubernetes objects.
 
-What the stack's objects alone tell: the shapes of its ResourceClaimTemplates, ResourceClaims and pods'
-``resourceClaims``; a ``hostNetwork`` pod claiming a DRANET device; a NUMA constraint over an NVIDIA GPU;
-and, when the stack renders ResourceClaimTemplates at all, a pod's claim naming one it does not render.
-The rules that need a pool's facts (PCIe-root capacity, Kueue's mappings, device-plugin keys on a DRA
-pool) decide where the configuration builds their :class:`~gpu_fabric.kube.dra_rules.DraContext`.
+Namespace by namespace (:func:`stack_context`): the shapes of the stack's ResourceClaimTemplates,
+ResourceClaims and pods' ``resourceClaims``; a ``hostNetwork`` pod claiming a DRANET device; a NUMA
+constraint over an NVIDIA GPU; a ``pcieRoot`` constraint over more devices than the ``dra`` pools' roots
+hold; ``firstAvailable`` or ``allocationMode: All`` where a LocalQueue of the stack admits; and, when the
+stack renders ResourceClaimTemplates, a pod's claim naming one it does not render. Device-plugin keys on a
+``dra`` pool are the ``dra-pools`` policy's (:mod:`gpu_fabric.policies.dra_pools`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.findings import Finding
 from gpu_fabric.kube.dra_claims import CLAIM_TEMPLATE_KIND, is_resource_object, object_ref
-from gpu_fabric.kube.dra_rules import DraContext, dra_findings
+from gpu_fabric.config.shapes import as_mapping
+from gpu_fabric.kube.dra_rules import DraContext, dra_findings_by_namespace
+from gpu_fabric.plan.dra_pools import DraPool, per_root_device_counts
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.reporting import report_finding
-from gpu_fabric.policies.resource_view import Resource
+from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, Resource
 
 
-def stack_context(manifests: Sequence[Any]) -> DraContext:
-    """The context a stack's objects give: its rendered templates, when it renders any."""
-    templates = [object_ref(m) for m in manifests if is_resource_object(m, CLAIM_TEMPLATE_KIND)]
+def stack_context(resources: Sequence[Resource]) -> Callable[[str], DraContext]:
+    """Each namespace's context, from what the stack's resources state.
+
+    * the rendered templates, when the stack renders any (a pod naming another one is refused);
+    * PCIe-root capacities from the ``dra`` pools' layouts (the ``KueuePool`` components' ``pool`` inputs);
+    * Kueue admits a namespace's workloads when the stack declares a LocalQueue there. Which DeviceClasses Kueue
+      maps is its controller's configuration file, not an object of the stack: that rule stays undecided here
+      (``load_config`` and ``lint --stack`` decide it from the configuration).
+    """
+    objects = [r for r in resources if r.is_kubernetes_object]
+    templates = [object_ref(r.props) for r in objects if is_resource_object(r.props, CLAIM_TEMPLATE_KIND)]
     rendered = frozenset((ref.namespace or "default", ref.name) for ref in templates) if templates else None
-    return DraContext(rendered_templates=rendered)
+    pools = [pool for r in resources if r.type == KUEUE_POOL_TYPE
+             if (pool := DraPool.of_input(as_mapping(r.props.get("pool")))) is not None]
+    counts = per_root_device_counts(pools)
+    queued = {r.namespace or "default" for r in objects if r.kind == "LocalQueue"}
+
+    def context_of(namespace: str) -> DraContext:
+        return DraContext(per_root_counts=counts, kueue_managed=namespace in queued, rendered_templates=rendered)
+
+    return context_of
 
 
 def findings_of(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
@@ -34,7 +53,7 @@ def findings_of(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
     manifests = [r.props for r in objects]
     urns = {object_ref(r.props): r.urn for r in objects}
     return [(urns.get(finding.subject, "") if finding.subject else "", finding)
-            for finding in dra_findings(manifests, stack_context(manifests))]
+            for finding in dra_findings_by_namespace(manifests, stack_context(resources))]
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:

@@ -143,7 +143,6 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (dra_rules.DRA_KUEUE_REQUEST_MODE, dra_rules.kueue_request_mode_findings),
     (dra_rules.DRA_KUEUE_DEVICE_CLASS_MAPPED, dra_rules.kueue_device_class_findings),
     (dra_rules.DRA_CLAIM_TEMPLATE_RENDERED, dra_rules.template_reference_findings),
-    (dra_rules.DRA_POOL_DEVICE_PLUGIN_KEYS, dra_rules.device_plugin_key_findings),
 )
 """Every rule, grouped by domain."""
 

@@ -123,9 +123,14 @@ def pool_allocatable(pool: PoolSpec) -> dict[str, int]:
 
     The keys are the operator's (``gpu_fabric.gpustack.transfer_legs``): ``vpc.amazonaws.com/efa`` for EFA
     pools, ``device.gpustack.ai/rdma`` (exclusive NICs) and, when declared,
-    ``device.gpustack.ai/rdma.partitioned`` for RDMA pools.
+    ``device.gpustack.ai/rdma.partitioned`` for RDMA pools; nothing for a ``deviceAllocation: dra`` pool.
     """
     expected: dict[str, int] = {}
+    if pool.uses_dra:
+        # A deviceAllocation: dra pool's GPUs and EFA devices are published in ResourceSlices and allocated to
+        # claims, not advertised as extended resources (no device plugin runs there); verify checks the claims'
+        # allocations per PCIe root instead (gpu_fabric.verify.dra).
+        return expected
     accelerator = pool.resolved_accelerator_resource
     if pool.accelerators_per_node and accelerator:
         expected[accelerator] = pool.accelerators_per_node
