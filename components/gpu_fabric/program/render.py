@@ -23,6 +23,7 @@ import traceback
 
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.stack_file import StackFileError
+from gpu_fabric.program.isolation import ProgramExited, exits_refused, stdout_to_stderr
 from gpu_fabric.program.project import DEFAULT_PROJECT_NAME, ProjectError, read_project
 
 PROJECT_NAME = DEFAULT_PROJECT_NAME
@@ -285,8 +286,10 @@ def render_stack(
     run: Callable[[], Any]
     if program is not None:
         run = program
+        where = f"the stack program {getattr(program, '__qualname__', None) or program!r}"
     else:
         path = str(project.require_program())
+        where = f"the stack program {path}"
 
         def run() -> Any:
             from gpu_fabric.program.stack import ConfigurationRefused
@@ -301,9 +304,31 @@ def render_stack(
                 raise _program_failure(path, error) from error
     values = config if config is not None else load_stack_config(project.folder, stack)
     environment: contextlib.AbstractContextManager[None] = contextlib.nullcontext() if ask_ec2 else hermetic_environment()
-    with environment:
-        return contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview, project.name,
-                                         not ask_ec2)
+    try:
+        with environment, stdout_to_stderr(), exits_refused():
+            result = contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview, project.name,
+                                               not ask_ec2)
+    except (SystemExit, ProgramExited) as exited:
+        # Caught here, not around the program's call alone: an exit inside an ``apply`` callback
+        # leaves through Pulumi's event loop, after the program function has returned.
+        raise _program_exit(where, exited) from None
+    if not result.resources:
+        raise StackProgramError(
+            f"{where} registered no resources: there is nothing to render or check; a gpu-fabric stack program "
+            f"calls build_stack() (or creates its own resources) and runs to its end")
+    return result
+
+
+def _program_exit(where: str, exited: SystemExit | ProgramExited) -> StackProgramError:
+    """One line for a program that ended itself: how (``sys.exit`` or ``os._exit``, with the code) and where."""
+    how = f"os._exit({exited.code!r})" if isinstance(exited, ProgramExited) else f"sys.exit({exited.code!r})"
+    program_file = where.removeprefix("the stack program ")
+    frames = [frame for frame in traceback.extract_tb(exited.__traceback__)
+              if Path(frame.filename).resolve() == Path(program_file).resolve()]
+    at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return StackProgramError(
+        f"{where} exited early ({how}{at}) before it finished registering its resources; a render or check of "
+        "part of a program would check only that part, so it is refused")
 
 
 # Provider SDKs fill unset inputs from these (pulumi-kubernetes: KUBECONFIG, PULUMI_K8S_*; pulumi-aws:
