@@ -130,8 +130,8 @@ _STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
 def stack_config_path(project_dir: Path, stack: str) -> Path:
-    """``stacks/Pulumi.<stack>.yaml`` of a project (its ``stackConfigDir``); ``StackNotFoundError`` for a
-    name Pulumi refuses (a ``/`` or ``..`` would otherwise reach files outside ``stacks/`` and write
+    """``Pulumi.<stack>.yaml`` in the project's ``stackConfigDir``; ``StackNotFoundError`` for a name
+    Pulumi refuses (a ``/`` or ``..`` would otherwise reach files outside that folder and write
     outside ``out/``)."""
     if not _STACK_NAME.match(stack) or set(stack) == {"."}:
         raise StackNotFoundError(f"{stack!r} is not a stack name (letters, digits, '-', '_', '.')")
@@ -139,13 +139,13 @@ def stack_config_path(project_dir: Path, stack: str) -> Path:
 
 
 def example_stacks(project_dir: Path | str = ".") -> list[str]:
-    """Names of every ``stacks/Pulumi.<stack>.yaml`` of a project (its ``stackConfigDir``), sorted."""
+    """Names of every ``Pulumi.<stack>.yaml`` in the project's ``stackConfigDir``, sorted."""
     folder = read_project(project_dir).stacks_folder
     return sorted(path.name[len("Pulumi."):-len(".yaml")] for path in folder.glob("Pulumi.*.yaml"))
 
 
 def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
-    """The ``config:`` block of ``stacks/Pulumi.<stack>.yaml``, keyed ``namespace:key``.
+    """The ``config:`` block of the stack's ``Pulumi.<stack>.yaml``, keyed ``namespace:key``.
 
     Read strictly (:func:`gpu_fabric.config.stack_file.read_stack_file`): a file the engine could not turn
     into JSON configuration raises ``StackFileError`` naming the file and the problem.
@@ -156,7 +156,7 @@ def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
 
         available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
         raise StackNotFoundError(f"no stack {stack!r}: {path} does not exist (stacks: {', '.join(available) or 'none'})"
-                                 + did_you_mean(stack, available))
+                                 + did_you_mean(stack, available) + read_project(project_dir).stack_file_hint(stack))
     from gpu_fabric.config.stack_file import read_stack_file
 
     return read_stack_file(path, CONFIG_NAMESPACE)
@@ -271,7 +271,7 @@ def render_stack(
     """Run the stack program under mocks; return what it registered.
 
     ``config`` replaces the stack file's values (benchmarks and tests); ``program`` replaces the
-    project's program (``main:`` of its ``Pulumi.yaml``, default ``stacks/__main__.py``). URNs carry the
+    project's program (``main:`` of its ``Pulumi.yaml``, default its ``__main__.py``; :mod:`gpu_fabric.program.project`). URNs carry the
     project's name (``name:`` of its ``Pulumi.yaml``, :mod:`gpu_fabric.program.project`); a project
     without its program raises :class:`ProjectError` before anything runs. Each call runs in a fresh context, so repeated renders in one process
     do not see each other's resources or configuration. ``preview`` runs the program as the engine
