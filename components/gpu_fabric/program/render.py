@@ -306,8 +306,9 @@ def render_stack(
     environment: contextlib.AbstractContextManager[None] = contextlib.nullcontext() if ask_ec2 else hermetic_environment()
     try:
         with environment, stdout_to_stderr(), exits_refused():
-            result = contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview, project.name,
-                                               not ask_ec2)
+            with _own_event_loop():
+                result = contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview, project.name,
+                                                   not ask_ec2)
     except (SystemExit, ProgramExited) as exited:
         # Caught here, not around the program's call alone: an exit inside an ``apply`` callback
         # leaves through Pulumi's event loop, after the program function has returned.
@@ -317,6 +318,44 @@ def render_stack(
             f"{where} registered no resources: there is nothing to render or check; a gpu-fabric stack program "
             f"calls build_stack() (or creates its own resources) and runs to its end")
     return result
+
+
+@contextlib.contextmanager
+def _own_event_loop() -> Iterator[None]:
+    """One asyncio event loop for one render, closed after it, the thread's previous loop restored.
+
+    A render that ends abruptly -- an exit inside an ``apply`` callback leaves asyncio's loop from
+    inside a task (``SystemExit`` is re-raised out of ``Task.__step``) -- leaves Pulumi's
+    ``run_pulumi_func`` and the program's outputs pending on its loop; on a loop shared by every
+    render, the next render in the process would resume them and fail with the old exit.
+    """
+    import asyncio
+    import warnings
+
+    policy = asyncio.get_event_loop_policy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # no current loop: Python 3.12 warns, then makes one
+        try:
+            previous: Optional[asyncio.AbstractEventLoop] = policy.get_event_loop()
+        except RuntimeError:
+            previous = None
+    loop = asyncio.new_event_loop()
+    policy.set_event_loop(loop)
+    try:
+        yield
+    finally:
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in pending:
+            task.cancel()
+        for _ in range(10):  # a cancelled task may raise an exit of its own; a few rounds settle them
+            try:
+                if pending:
+                    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                break
+            except (SystemExit, ProgramExited):
+                pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        loop.close()
+        policy.set_event_loop(previous)
 
 
 def _program_exit(where: str, exited: SystemExit | ProgramExited) -> StackProgramError:
@@ -362,6 +401,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
     import pulumi
     from pulumi.runtime import mocks as pulumi_mocks
     from pulumi.runtime.config import set_all_config
+    from pulumi.runtime.settings import SETTINGS
     from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
@@ -406,6 +446,10 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
     set_all_config({key: _engine_encoding(value) for key, (value, _) in decoded.items()},
                    [key for key, (_, secure) in decoded.items() if secure])
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
+    # What an earlier render that ended abruptly left behind is not this render's to wait for: Pulumi's
+    # own mock test runner starts each run so (pulumi/pulumi sdk/python/lib/pulumi/runtime/mocks.py, ``test``).
+    SETTINGS.rpc_manager.clear()
+    SETTINGS.outputs.clear()
     _sync_await(run_pulumi_func(program))
 
     resources = []
