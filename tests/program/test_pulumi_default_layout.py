@@ -140,3 +140,31 @@ def test_stack_files_in_stacks_without_stack_config_dir_say_to_add_it(tmp_path, 
     assert outcome.code == 2 and not outcome.crashed, outcome.describe()
     assert outcome.err.count("\n") == 1 and "add `stackConfigDir: stacks` to" in outcome.err
     assert str(folder / "Pulumi.seed-rdma.yaml") + " does not exist" in outcome.err
+
+
+def test_the_ci_example_finds_changed_stacks_beside_pulumi_yaml(tmp_path):
+    import os
+    import sys
+
+    import gpu_fabric
+
+    folder = pulumi_new_layout(tmp_path / "platform")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"], ["checkout", "-q", "-b", "work"]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True, env=GIT_ENV)
+    env = {**os.environ, "PYTHONPATH": str(Path(gpu_fabric.__file__).resolve().parents[1])}
+
+    def changed() -> list[str]:
+        run = subprocess.run([sys.executable, str(PROJECT_DIR / "examples" / "ci" / "gpu_fabric_pr.py"), "changed-stacks",
+                              "--base", "main", "--project", str(folder)], capture_output=True, text=True, env=env, timeout=120)
+        assert run.returncode == 0, run.stderr
+        return run.stdout.split()
+
+    def commit(path: str, text: str) -> None:
+        (folder / path).write_text((folder / path).read_text() + text)
+        subprocess.run(["git", "-C", str(folder), "commit", "-q", "-am", path], check=True, capture_output=True, env=GIT_ENV)
+
+    assert changed() == []
+    commit("Pulumi.aws-efa.yaml", "\n")
+    assert changed() == ["aws-efa"]
+    commit("__main__.py", "\n")  # the program: every stack
+    assert changed() == ["aws-efa", "seed-rdma"]
