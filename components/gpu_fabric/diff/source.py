@@ -115,7 +115,10 @@ def render_base_and_head(
             try:
                 head, head_label = _render_or_absent(project_dir, stack, head_ref, "head")
             except DiffInputError:
-                worker.result()  # the base's own problem, if any, comes first
+                try:
+                    worker.result()  # the base's own problem, if any, comes first
+                except WorkerDied:
+                    pass  # no word from the base: the head's problem is the one to report
                 raise
             try:
                 base, base_label = worker.result()

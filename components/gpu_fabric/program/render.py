@@ -271,12 +271,18 @@ def render_stack(
     """Run the stack program under mocks; return what it registered.
 
     ``config`` replaces the stack file's values (benchmarks and tests); ``program`` replaces the
-    project's program (``main:`` of its ``Pulumi.yaml``, default its ``__main__.py``; :mod:`gpu_fabric.program.project`). URNs carry the
+    project's program (``main:`` of its ``Pulumi.yaml``, default its ``__main__.py``). URNs carry the
     project's name (``name:`` of its ``Pulumi.yaml``, :mod:`gpu_fabric.program.project`); a project
-    without its program raises :class:`ProjectError` before anything runs. Each call runs in a fresh context, so repeated renders in one process
-    do not see each other's resources or configuration. ``preview`` runs the program as the engine
-    does at ``pulumi preview`` of a new stack: ids and provider-computed outputs (auto-names,
-    versions) of resources not yet created are unknown, and so is every input made from them.
+    without its program raises :class:`ProjectError` before anything runs. Each call runs in a fresh
+    context on its own event loop, so repeated renders in one process do not see each other's
+    resources, configuration or unfinished work. ``preview`` runs the program as the engine does at
+    ``pulumi preview`` of a new stack: ids and provider-computed outputs (auto-names, versions) of
+    resources not yet created are unknown, and so is every input made from them.
+
+    A program that stops early (``sys.exit``, ``os._exit``, in its body or in an ``apply`` callback) or
+    registers no resource raises :class:`StackProgramError` naming it: a render of part of a program,
+    or of none, would be checked vacuously. What the program writes on stdout goes to stderr
+    (:mod:`gpu_fabric.program.isolation`).
 
     ``ask_ec2`` (benchmarks/ec2_calls.py) takes instance facts as ``pulumi up`` does -- EC2 with the
     stack's ``aws:`` settings and the shell's AWS environment -- instead of the bundled table; the
@@ -366,8 +372,8 @@ def _program_exit(where: str, exited: SystemExit | ProgramExited) -> StackProgra
               if Path(frame.filename).resolve() == Path(program_file).resolve()]
     at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
     return StackProgramError(
-        f"{where} exited early ({how}{at}) before it finished registering its resources; a render or check of "
-        "part of a program would check only that part, so it is refused")
+        f"{where} exited early ({how}{at}), before registering all its resources; a render or check of part of "
+        "a program is refused")
 
 
 # Provider SDKs fill unset inputs from these (pulumi-kubernetes: KUBECONFIG, PULUMI_K8S_*; pulumi-aws:
