@@ -98,6 +98,20 @@ class CommitTrees:
             self._trees[tree.oid] = dict(_parse_ls_tree(_run(self.repo, ["ls-tree", "-z", tree.oid])))
         return self._trees[tree.oid]
 
+    def prefetch(self, tree: Entry) -> None:
+        """Every folder under ``tree`` listed with one ``git ls-tree -r -t`` (not one git process per folder)."""
+        if tree.oid in self._trees:
+            return
+        listed: dict[str, Entry] = {}
+        self._trees[tree.oid] = {}
+        for path, entry in _parse_ls_tree(_run(self.repo, ["ls-tree", "-r", "-t", "-z", tree.oid])):
+            listed[path] = entry
+            parent, _, name = path.rpartition("/")
+            parent_oid = listed[parent].oid if parent else tree.oid  # -t lists a folder before its contents
+            self._trees.setdefault(parent_oid, {})[name] = entry
+            if entry.type == TREE_TYPE:
+                self._trees.setdefault(entry.oid, {})
+
     def blobs(self, oids: list[str]) -> dict[str, bytes]:
         """The contents of ``oids``, read with one ``git cat-file --batch``."""
         wanted = sorted(set(oids) - set(self._blobs))
@@ -183,6 +197,7 @@ def write_commit_folder(repo: Path, commit: str, folder: str, destination: Path)
     real, entry = trees.resolve(folder) if folder else ("", trees.root())
     if entry.type != TREE_TYPE:
         raise NotInTree(f"{folder} is not a folder")
+    trees.prefetch(entry)
     files: list[tuple[Path, Entry]] = []
     _collect(trees, real, entry, Path(), frozenset({entry.oid}), files, written)
     contents = trees.blobs([blob.oid for _, blob in files])
