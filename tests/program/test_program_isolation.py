@@ -121,3 +121,19 @@ def test_exits_refused_turns_os_exit_into_an_exception_only_inside_the_block():
             os._exit(7)
     assert caught.value.code == 7 and os._exit is real
     assert not issubclass(ProgramExited, Exception)  # a program's `except Exception` does not swallow it
+
+
+def test_an_exit_leaves_nothing_behind_for_the_rest_of_the_process(tmp_path, caplog):
+    # The exit's task is never reported as "never retrieved" when collected, and the process parses
+    # Python afterwards (Python 3.11's ast bookkeeping broke on that report: "recursion depth mismatch").
+    import ast
+    import gc
+
+    for index, text in enumerate(["import sys\nsys.exit(0)\n" + PROGRAM, EARLY_EXITS["sys.exit in an apply callback"][0]]):
+        folder, _ = project(tmp_path / str(index), text)
+        for command in ("render", "check"):
+            assert run_cli(*command_args(command, folder)).code == 2
+    gc.collect()
+    ast.parse(Path(pytest.__file__).with_name("__init__.py").read_text() + PROGRAM * 50)
+    ast.parse((Path(ast.__file__)).read_text())
+    assert not [record for record in caplog.records if "never retrieved" in record.getMessage()]

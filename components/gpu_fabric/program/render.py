@@ -346,6 +346,7 @@ def _own_event_loop() -> Iterator[None]:
         except RuntimeError:
             previous = None
     loop = asyncio.new_event_loop()
+    loop.set_exception_handler(_unretrieved_exits_ignored)
     policy.set_event_loop(loop)
     try:
         yield
@@ -362,6 +363,21 @@ def _own_event_loop() -> Iterator[None]:
                 pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
         loop.close()
         policy.set_event_loop(previous)
+
+
+def _unretrieved_exits_ignored(loop: Any, context: dict[str, Any]) -> None:
+    """The render's loop reports what asyncio reports, except a program's exit that it never retrieved.
+
+    Such an exit left the loop as an exception of its own (it is the render's error, reported once);
+    the task that held it would report it again on stderr when it is collected ("Task exception was
+    never retrieved"). That report is dropped: it is noise, and formatting its traceback at garbage
+    collection (Python 3.11 parses source lines with ``ast`` for the carets) was seen to leave the
+    ``ast`` module's recursion bookkeeping off, so that a later ``ast.parse`` in the process failed
+    with "AST constructor recursion depth mismatch" (CPython gh-106905 is that bookkeeping's bug).
+    """
+    if isinstance(context.get("exception"), (SystemExit, ProgramExited)):
+        return
+    loop.default_exception_handler(context)
 
 
 def _program_exit(where: str, exited: SystemExit | ProgramExited) -> StackProgramError:
