@@ -72,9 +72,11 @@ def test_a_program_that_registers_nothing_is_an_error_and_never_no_violations(tm
     assert "no policy violations" not in outcome.out + outcome.err and outcome.out == ""
 
 
-def test_a_program_function_that_registers_nothing_is_refused():
-    with pytest.raises(StackProgramError, match="registered no resources"):
-        render_stack("x", config={}, program=lambda: None)
+def test_a_program_function_that_exits_is_refused_too():
+    import sys as _sys
+
+    with pytest.raises(StackProgramError, match=r"exited early \(sys.exit\(4\)\)"):
+        render_stack("x", config={}, program=lambda: _sys.exit(4))
 
 
 @pytest.mark.parametrize("command", ["render", "check", "verify"])

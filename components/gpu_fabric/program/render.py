@@ -279,9 +279,9 @@ def render_stack(
     ``pulumi preview`` of a new stack: ids and provider-computed outputs (auto-names, versions) of
     resources not yet created are unknown, and so is every input made from them.
 
-    A program that stops early (``sys.exit``, ``os._exit``, in its body or in an ``apply`` callback) or
-    registers no resource raises :class:`StackProgramError` naming it: a render of part of a program,
-    or of none, would be checked vacuously. What the program writes on stdout goes to stderr
+    A program that stops early (``sys.exit``, ``os._exit``, in its body or in an ``apply`` callback), or a
+    project's program that registers no resource, raises :class:`StackProgramError` naming it: a render
+    of part of a program, or of none, would be checked vacuously. What the program writes on stdout goes to stderr
     (:mod:`gpu_fabric.program.isolation`).
 
     ``ask_ec2`` (benchmarks/ec2_calls.py) takes instance facts as ``pulumi up`` does -- EC2 with the
@@ -319,7 +319,9 @@ def render_stack(
         # Caught here, not around the program's call alone: an exit inside an ``apply`` callback
         # leaves through Pulumi's event loop, after the program function has returned.
         raise _program_exit(where, exited) from None
-    if not result.resources:
+    if not result.resources and program is None:
+        # The project's program (what every command runs) must register something; a ``program``
+        # function is a caller's harness, which may test that nothing gets registered.
         raise StackProgramError(
             f"{where} registered no resources: there is nothing to render or check; a gpu-fabric stack program "
             f"calls build_stack() (or creates its own resources) and runs to its end")
