@@ -45,6 +45,7 @@ class Worker:
         self._answers, answer_end = context.Pipe(duplex=False)
         lifeline_end, self._lifeline = context.Pipe(duplex=False)
         self._process = context.Process(target=_serve, args=(function, args, answer_end, lifeline_end), daemon=True)
+        self._answered = False
         with stdout_to_stderr():  # the child (and the resource tracker it may start) inherit fd 1 as stderr
             self._process.start()
         answer_end.close()
@@ -62,6 +63,7 @@ class Worker:
             kind, value = self._answers.recv()
         except (EOFError, OSError):
             raise WorkerDied(f"the worker process ended without an answer (exit code {self._process.exitcode})") from None
+        self._answered = True
         if kind == "raised":
             raise value
         return value
@@ -71,7 +73,9 @@ class Worker:
         self._lifeline.close()
         self._answers.close()
         process = self._process
-        process.join(timeout=0.1)
+        # A child that has answered is on its way out: let it finish; one that has not is stopped now
+        # (closing the lifeline above already tells it to exit).
+        process.join(timeout=JOIN_SECONDS if self._answered else 0.1)
         if process.is_alive():
             process.terminate()
             process.join(timeout=JOIN_SECONDS)
