@@ -89,9 +89,16 @@ class CommitTrees:
     _trees: dict[str, dict[str, Entry]] = field(default_factory=dict)
     _blobs: dict[str, bytes] = field(default_factory=dict)
 
+    _root: Optional[Entry] = None
+
     def root(self) -> Entry:
-        oid = _run(self.repo, ["rev-parse", "--verify", "--quiet", f"{self.commit}^{{tree}}"]).decode().strip()
-        return Entry("040000", TREE_TYPE, oid)
+        """The commit's top tree."""
+        if self._root is None:
+            oid = _run(self.repo, ["rev-parse", "--verify", "--quiet", f"{self.commit}^{{tree}}"]).decode().strip()
+            if not oid:
+                raise GitTreeError(f"{self.commit} names no commit")
+            self._root = Entry("040000", TREE_TYPE, oid)
+        return self._root
 
     def children(self, tree: Entry) -> dict[str, Entry]:
         if tree.oid not in self._trees:
@@ -137,7 +144,7 @@ class CommitTrees:
         Raises :class:`OutsideTree` for a link that leads out of the repository and :class:`NotInTree`
         for a path the commit does not hold (a dangling link, a link loop).
         """
-        pending = [part for part in path.split("/")]
+        pending = path.split("/")
         real: list[tuple[str, Entry]] = []  # (name, entry) from the top down
         hops = 0
         while pending:
