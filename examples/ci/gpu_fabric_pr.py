@@ -26,10 +26,10 @@ from typing import Optional, Sequence
 
 # A change to any of these (relative to the project folder) can change every stack's resources.
 PROGRAM_PATTERNS: tuple[str, ...] = (
-    "Pulumi.yaml", "stacks/*.py", "requirements*.txt", "pyproject.toml",
+    "Pulumi.yaml", "requirements*.txt", "pyproject.toml",
     "components/*", "policy/*",
 )
-STACK_FILE = "stacks/Pulumi.{}.yaml"
+"""Files whose change touches every stack; the program's own ``*.py`` (``main:`` of ``Pulumi.yaml``) too."""
 CHECK_OUTPUT_LIMIT = 4_000
 COMMENT_LIMIT = 65_536
 
@@ -55,9 +55,28 @@ def _tool(name: str) -> list[str]:
     return override.split() if override else [name]
 
 
+def _layout(project: Path) -> tuple[str, str]:
+    """Where the project keeps its stack files and its program, as path prefixes in the project ("" for
+    the project folder): ``stackConfigDir`` and ``main`` of ``Pulumi.yaml``, Pulumi's defaults when unset."""
+    from gpu_fabric.program.project import ProjectError, read_project
+
+    try:
+        found = read_project(project)
+    except ProjectError as error:
+        raise CiError(str(error)) from None
+    program = found.program_path.parent.relative_to(found.folder).as_posix()
+    stack_folder, program_folder = (found.stack_config_dir, program)
+    return ("" if stack_folder == "." else stack_folder + "/", "" if program_folder == "." else program_folder + "/")
+
+
 def stacks_in(project: Path) -> list[str]:
-    """Stacks of the working tree (``stacks/Pulumi.<stack>.yaml``)."""
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (project / "stacks").glob("Pulumi.*.yaml"))
+    """Stacks of the working tree (``Pulumi.<stack>.yaml`` in the project's ``stackConfigDir``)."""
+    from gpu_fabric.program.render import ProjectError, example_stacks
+
+    try:
+        return example_stacks(project)
+    except ProjectError as error:
+        raise CiError(str(error)) from None
 
 
 def changed_files(project: Path, base: str) -> list[str]:
@@ -78,10 +97,14 @@ def changed_stacks(project: Path, base: str) -> list[str]:
     """
     files = changed_files(project, base)
     existing = stacks_in(project)
-    touched = {name[len("stacks/Pulumi."):-len(".yaml")] for name in files
-               if name.startswith("stacks/Pulumi.") and name.endswith(".yaml")}
+    stack_folder, program_folder = _layout(project)
+    prefix = f"{stack_folder}Pulumi."
+    touched = {name[len(prefix):-len(".yaml")] for name in files
+               if name.startswith(prefix) and name.endswith(".yaml") and "/" not in name[len(prefix):]
+               and name != "Pulumi.yaml"}
     removed = sorted(touched - set(existing))
-    if any(fnmatch.fnmatch(name, pattern) for name in files for pattern in PROGRAM_PATTERNS):
+    patterns = (*PROGRAM_PATTERNS, f"{program_folder}*.py")
+    if any(fnmatch.fnmatch(name, pattern) for name in files for pattern in patterns):
         return sorted([*existing, *removed])
     return sorted(stack for stack in touched)
 

@@ -37,8 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="list the pack's policies (name, enforcement level, what each refuses) and the rules "
                              "each reports, and exit")
     parser.add_argument("--stack", action="append", dest="stacks", metavar="NAME",
-                        help="stack name (stacks/Pulumi.NAME.yaml); repeatable; default: every stack in stacks/")
-    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
+                        help="stack name (Pulumi.NAME.yaml in the project's stackConfigDir); repeatable; default: every stack there")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding Pulumi.yaml (default .)")
     parser.add_argument("--preview", action="store_true",
                         help="render as `pulumi preview` of a new stack does (ids and names of resources not yet "
                              "created are unknown) and run the pack over gRPC as the engine does")
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if stacks is None:
         return EXIT_USAGE
     if not stacks:
-        print(f"gpu-fabric check: no stacks/Pulumi.*.yaml under {args.project}", file=sys.stderr)
+        print(f"gpu-fabric check: no Pulumi.*.yaml stack files in the stackConfigDir of {args.project}", file=sys.stderr)
         return EXIT_USAGE
     refused = False
     with contextlib.ExitStack() as pack:

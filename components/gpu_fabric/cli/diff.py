@@ -36,8 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                   "gpu-fabric diff --from-preview-json preview.json --markdown"])
     parser.add_argument("--base", metavar="REF", help="git ref of the base (e.g. origin/main)")
     parser.add_argument("--head", metavar="REF", help="git ref of the head (default: the working tree)")
-    parser.add_argument("--stack", metavar="NAME", help="stack name (stacks/Pulumi.NAME.yaml)")
-    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
+    parser.add_argument("--stack", metavar="NAME", help="stack name (Pulumi.NAME.yaml in the project's stackConfigDir)")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding Pulumi.yaml (default .)")
     parser.add_argument("--from-preview-json", type=Path, metavar="FILE",
                         help="render a `pulumi preview --json` digest instead of comparing refs")
     output = parser.add_mutually_exclusive_group()

@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--stack", default=None, metavar="NAME",
                         help="also judge workloads and device plugins against this stack's pools (stacks/Pulumi.NAME.yaml; "
                              "see docs/workloads.md)")
-    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding Pulumi.yaml (default .)")
     parser.set_defaults(func=run)
 
 

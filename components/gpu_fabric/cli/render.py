@@ -25,9 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         examples=["gpu-fabric render", "gpu-fabric render --stack aws-efa --out out/aws-efa",
                   "gpu-fabric render --project ../platform --stack prod --quiet"])
     parser.add_argument("--stack", action="append", dest="stacks", metavar="NAME",
-                        help="stack name (stacks/Pulumi.NAME.yaml); repeatable; default: every stack in stacks/")
+                        help="stack name (Pulumi.NAME.yaml in the project's stackConfigDir); repeatable; default: every stack there")
     parser.add_argument("--out", type=Path, help="output folder (default out/NAME); only with a single --stack")
-    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding Pulumi.yaml (default .)")
     parser.set_defaults(func=run)
 
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         print("gpu-fabric render: --out needs exactly one --stack", file=sys.stderr)
         return EXIT_USAGE
     if not stacks:
-        print(f"gpu-fabric render: no stacks/Pulumi.*.yaml under {args.project}", file=sys.stderr)
+        print(f"gpu-fabric render: no Pulumi.*.yaml stack files in the stackConfigDir of {args.project}", file=sys.stderr)
         return EXIT_USAGE
     for stack in stacks:
         result = render_or_report(stack, args.project)

@@ -31,8 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         examples=["gpu-fabric verify --stack seed-rdma", "gpu-fabric verify --stack aws-efa --nccl-log nccl-tests.log",
                   "gpu-fabric verify --stack seed-rdma --record state/",
                   "gpu-fabric verify --stack seed-rdma --replay state/ --quiet"])
-    parser.add_argument("--stack", required=True, metavar="NAME", help="stack name (stacks/Pulumi.NAME.yaml)")
-    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding stacks/ (default .)")
+    parser.add_argument("--stack", required=True, metavar="NAME", help="stack name (Pulumi.NAME.yaml in the project's stackConfigDir)")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding Pulumi.yaml (default .)")
     parser.add_argument("--kubeconfig", metavar="FILE",
                         help="kubeconfig to use instead of the stack's target (default: the stack's "
                              "kubernetes setting, else $KUBECONFIG or ~/.kube/config)")

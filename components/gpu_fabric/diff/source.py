@@ -1,24 +1,21 @@
 """Render a stack as it is at a git ref, or in the working tree, with the installed gpu-fabric.
 
-The ref's project folder is extracted with ``git archive`` into a temporary folder (nothing in
-the repository or its worktrees changes), then the stack program runs there under the same
-offline mocks as ``gpu-fabric render``. Every problem is a :class:`DiffInputError` whose
+The ref's project folder is written into a temporary folder from git's object database, as git
+stores it (:mod:`gpu_fabric.diff.git_tree`: no ``export-ignore``, links resolved inside the commit;
+nothing in the repository or its worktrees changes), then the stack program runs there under the
+same offline mocks as ``gpu-fabric render``. Every problem is a :class:`DiffInputError` whose
 one-line message names the ref, the stack or the file.
 """
 
 from __future__ import annotations
 
-import io
-import multiprocessing
 import os
 import subprocess
-import tarfile
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Optional
 
+from gpu_fabric.diff.git_tree import CommitFolder, GitTreeError, NotInTree, write_commit_folder
 from gpu_fabric.program.render import RenderResult
 
 
@@ -67,18 +64,12 @@ def resolve_ref(repo: Path, ref: str) -> str:
     return result.stdout.strip()
 
 
-def extract_project(repo: Path, commit: str, project_path: str, destination: Path) -> Path:
-    """Write the project folder as it is at ``commit`` under ``destination``; return its path there."""
-    args = ["archive", "--format=tar", commit]
-    if project_path:
-        args += ["--", project_path]
-    archive = _git(repo, *args, binary=True)
-    if archive.returncode != 0:
-        raise DiffInputError(
-            f"commit {commit[:12]} has no folder {project_path or '.'}: {_one_line(archive.stderr.decode(errors='replace'))}")
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(destination, filter="data")
-    return destination / project_path if project_path else destination
+def extract_project(repo: Path, commit: str, project_path: str, destination: Path) -> CommitFolder:
+    """Write the project folder as git stores it at ``commit`` under ``destination``."""
+    try:
+        return write_commit_folder(repo, commit, project_path, destination)
+    except (NotInTree, GitTreeError) as error:
+        raise DiffInputError(f"commit {commit[:12]} has no folder {project_path or '.'}: {_one_line(str(error))}") from None
 
 
 def render_stack_at(project_dir: Path, stack: str, ref: Optional[str], *, side: str) -> tuple[RenderResult, str]:
@@ -94,7 +85,7 @@ def render_stack_at(project_dir: Path, stack: str, ref: Optional[str], *, side: 
     label = f"{ref} ({commit[:12]})"
     with tempfile.TemporaryDirectory(prefix="gpu-fabric-diff-") as folder:
         checkout = extract_project(repo, commit, project_path, Path(folder))
-        return _render(checkout, stack, f"{side} {label}"), label
+        return _render(checkout.destination, stack, f"{side} {label}", checkout), label
 
 
 def render_base_and_head(
@@ -117,17 +108,21 @@ def render_base_and_head(
         base, base_label = _render_or_absent(project_dir, stack, base_ref, "base")
         head, head_label = _render_or_absent(project_dir, stack, head_ref, "head")
     else:
-        # spawn, not fork: the parent may already run Pulumi's threads and event loop.
-        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-            base_future = pool.submit(_render_or_absent, Path(project_dir), stack, base_ref, "base")
+        from gpu_fabric.diff.worker import Worker, WorkerDied
+
+        # The worker ends with this block, however it is left (gpu_fabric.diff.worker).
+        with Worker(_render_or_absent, Path(project_dir), stack, base_ref, "base") as worker:
             try:
                 head, head_label = _render_or_absent(project_dir, stack, head_ref, "head")
             except DiffInputError:
-                base_future.result()  # the base's own problem, if any, comes first
+                try:
+                    worker.result()  # the base's own problem, if any, comes first
+                except WorkerDied:
+                    pass  # no word from the base: the head's problem is the one to report
                 raise
             try:
-                base, base_label = base_future.result()
-            except BrokenProcessPool:  # the helper process died (killed, out of memory): render here instead
+                base, base_label = worker.result()
+            except WorkerDied:  # the helper process died (killed, out of memory): render here instead
                 base, base_label = _render_or_absent(project_dir, stack, base_ref, "base")
     if base is None and head is None:
         raise DiffInputError(f"neither the base ({base_label}) nor the head ({head_label}) has stack {stack!r}")
@@ -145,31 +140,49 @@ def _render_or_absent(project_dir: Path, stack: str, ref: Optional[str], side: s
         return None, f"{ref} ({commit[:12]}), without stack {stack}"
 
 
-def _render(project_dir: Path, stack: str, where: str) -> RenderResult:
-    """Render, turning every failure into a one-line ``DiffInputError`` that names the stack and the end."""
+def _outside_repository(checkout: Optional[CommitFolder], path: Path, where: str) -> None:
+    """Refuse the end when ``path``, which the render reads, is behind a link out of the repository."""
+    hidden = checkout.outside_link(path) if checkout is not None and not path.is_file() else None
+    if hidden is not None:
+        link, target = hidden
+        raise DiffInputError(f"{where}: {link} is a symbolic link to {target}, outside the repository; git does not "
+                             f"hold what it points at, so this end cannot be rendered from the commit")
+
+
+def _render(project_dir: Path, stack: str, where: str, checkout: Optional[CommitFolder] = None) -> RenderResult:
+    """Render, turning every failure into a one-line ``DiffInputError`` that names the stack and the end.
+
+    ``checkout``: the commit's folder ``project_dir`` was written from, whose links out of the
+    repository are refused where the render needs what they point at.
+    """
     import yaml
 
-    from gpu_fabric.program.render import ProjectError, render_stack, stack_config_path
+    from gpu_fabric.program.render import ProjectError, StackProgramError, read_project, render_stack, stack_config_path
     from gpu_fabric.config.base import ConfigError
 
+    _outside_repository(checkout, project_dir / "Pulumi.yaml", where)
     try:
         config = stack_config_path(project_dir, stack)
     except (FileNotFoundError, ProjectError) as error:  # a name Pulumi refuses, an unreadable Pulumi.yaml
         raise DiffInputError(f"{where}: {error}") from None
+    _outside_repository(checkout, config, where)
     if not config.is_file():
         raise StackAbsentError(f"{where} has no stack {stack!r} ({config.parent.name}/{config.name} does not exist there)")
+    _outside_repository(checkout, read_project(project_dir).program_path, where)
     try:
         return render_stack(stack, project_dir)
-    except SystemExit as error:
-        # A stack program that calls sys.exit() registers only part of its resources (often none): a
-        # diff against that would be silently empty, so the end that exited is refused.
-        raise DiffInputError(
-            f"stack {stack!r} at {where}: the stack program exited early (sys.exit({error.code!r})) before "
-            "registering its resources") from None
+    except StackProgramError as error:
+        # The program raised, exited early (sys.exit, os._exit) or registered nothing: a diff against
+        # that would be silently empty or partial, so the end is refused.
+        message = str(error)
+        if checkout is not None:  # the temporary folder means nothing to the reader: paths in the project
+            message = message.replace(f"{project_dir}{os.sep}", "")
+        raise DiffInputError(f"stack {stack!r} at {where}: {_one_line(message)}") from None
     except ConfigError as error:
         raise DiffInputError(f"stack {stack!r} at {where} does not validate: {_one_line(str(error))}") from None
     except yaml.YAMLError as error:
-        raise DiffInputError(f"stack {stack!r} at {where}: stacks/{config.name} is not valid YAML: {_one_line(str(error))}") from None
+        raise DiffInputError(f"stack {stack!r} at {where}: {config.parent.name}/{config.name} is not valid YAML: "
+                             f"{_one_line(str(error))}") from None
     except Exception as error:  # the stack program is user code: report, never a traceback
         raise DiffInputError(
             f"stack {stack!r} at {where} failed to render: {type(error).__name__}: {_one_line(str(error))}") from None

@@ -9,11 +9,17 @@ comes from the project's own ``Pulumi.yaml`` (``name:``), never from this librar
   project (the Python language host runs it as ``__main__``);
 * ``stackConfigDir`` -- the folder holding ``Pulumi.<stack>.yaml``.
 
-gpu-fabric's layout is ``main: stacks/`` and ``stackConfigDir: stacks`` (this repository's own
-``Pulumi.yaml``), so where a ``Pulumi.yaml`` leaves ``main`` or ``stackConfigDir`` out -- or a
-folder has no ``Pulumi.yaml`` at all (test fixtures, a bare folder of stack files) -- those are the
-defaults, and the project name is ``gpu-fabric``. That deliberately differs from Pulumi's own
-default (the project folder); the README's layout sets both keys so the two agree.
+Both default to the project folder itself, as Pulumi has them: "``main``: Path to the Pulumi
+program, relative to the location of Pulumi.yaml. The default is the current working directory"
+and ``stackConfigDir``, "Config directory location relative to the location of Pulumi.yaml"
+(https://www.pulumi.com/docs/iac/concepts/projects/project-file/); without it the engine looks for
+``Pulumi.<stack>.yaml`` beside ``Pulumi.yaml`` (pulumi/pulumi ``sdk/go/common/workspace/paths.go``,
+``DetectProjectStackPath``). So a project as ``pulumi new python`` makes it -- ``Pulumi.yaml``,
+``__main__.py`` and ``Pulumi.<stack>.yaml`` in one folder -- renders as it is. gpu-fabric's own
+layout sets both keys (``main: stacks/``, ``stackConfigDir: stacks``: this repository's
+``Pulumi.yaml``). A folder with no ``Pulumi.yaml`` at all is not a Pulumi project; gpu-fabric reads
+it in its own layout (``stacks/``, project name ``gpu-fabric``), which is what a bare folder of stack
+files and the test fixtures hold.
 """
 
 from __future__ import annotations
@@ -25,8 +31,11 @@ from typing import Any
 
 PROJECT_FILE = "Pulumi.yaml"
 DEFAULT_PROJECT_NAME = "gpu-fabric"
+PULUMI_DEFAULT_FOLDER = "."
+"""``main`` and ``stackConfigDir`` when ``Pulumi.yaml`` leaves them out: the project folder (Pulumi's defaults)."""
 DEFAULT_PROGRAM = "stacks"
 DEFAULT_STACK_CONFIG_DIR = "stacks"
+"""``main`` and ``stackConfigDir`` of a folder without ``Pulumi.yaml``: gpu-fabric's own layout."""
 
 STACK_PROGRAM_TEXT = "from gpu_fabric.program.stack import build_stack\n\nbuild_stack()\n"
 """The whole stack program a project needs (this repository's ``stacks/__main__.py`` without its docstring)."""
@@ -68,10 +77,27 @@ class Project:
         if path.is_file():
             return path
         add = "; ".join(line for line in STACK_PROGRAM_TEXT.splitlines() if line)
+        beside = self.folder / DEFAULT_PROGRAM / "__main__.py"
+        if self.main == PULUMI_DEFAULT_FOLDER and beside.is_file():
+            # gpu-fabric's layout under a Pulumi.yaml that does not say so: Pulumi would not find it either.
+            raise ProjectError(
+                f"project {self.name!r} has no stack program: {path} does not exist, and {PROJECT_FILE} sets no `main:` "
+                f"(Pulumi's default is the project folder); add `main: {DEFAULT_PROGRAM}/` to "
+                f"{self.folder / PROJECT_FILE} to run {beside}")
+        where = "__main__.py beside Pulumi.yaml" if self.main == PULUMI_DEFAULT_FOLDER else f"{path}"
         raise ProjectError(
-            f"project {self.name!r} has no stack program: {path} does not exist; add "
-            f"{DEFAULT_PROGRAM}/__main__.py containing `{add}` (with `main: {DEFAULT_PROGRAM}/` in {PROJECT_FILE}), "
+            f"project {self.name!r} has no stack program: {path} does not exist; add {where} containing `{add}`, "
             f"or set `main:` in {self.folder / PROJECT_FILE} to your own program")
+
+    def stack_file_hint(self, stack: str) -> str:
+        """When ``Pulumi.<stack>.yaml`` is missing from :attr:`stacks_folder` but sits in gpu-fabric's
+        ``stacks/`` and ``Pulumi.yaml`` sets no ``stackConfigDir``: what to add (else ``""``)."""
+        elsewhere = self.folder / DEFAULT_STACK_CONFIG_DIR / f"Pulumi.{stack}.yaml"
+        if self.stack_config_dir != PULUMI_DEFAULT_FOLDER or not (self.folder / PROJECT_FILE).is_file() \
+                or not elsewhere.is_file():
+            return ""
+        return (f"; {elsewhere} exists, but {PROJECT_FILE} sets no `stackConfigDir:` (Pulumi's default is the project "
+                f"folder): add `stackConfigDir: {DEFAULT_STACK_CONFIG_DIR}` to {self.folder / PROJECT_FILE}")
 
 
 def read_project(folder: Path | str) -> Project:
@@ -98,8 +124,8 @@ def read_project(folder: Path | str) -> Project:
     name = document.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ProjectError(f"{path}: `name:` must be the project name (a non-empty string), found {name!r}")
-    main = _relative_setting(path, document, "main", DEFAULT_PROGRAM)
-    stack_config_dir = _relative_setting(path, document, "stackConfigDir", DEFAULT_STACK_CONFIG_DIR)
+    main = _relative_setting(path, document, "main", PULUMI_DEFAULT_FOLDER)
+    stack_config_dir = _relative_setting(path, document, "stackConfigDir", PULUMI_DEFAULT_FOLDER)
     return Project(folder, name.strip(), main, stack_config_dir)
 
 

@@ -23,6 +23,7 @@ import traceback
 
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.stack_file import StackFileError
+from gpu_fabric.program.isolation import ProgramExited, exits_refused, stdout_to_stderr
 from gpu_fabric.program.project import DEFAULT_PROJECT_NAME, ProjectError, read_project
 
 PROJECT_NAME = DEFAULT_PROJECT_NAME
@@ -129,8 +130,8 @@ _STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
 def stack_config_path(project_dir: Path, stack: str) -> Path:
-    """``stacks/Pulumi.<stack>.yaml`` of a project (its ``stackConfigDir``); ``StackNotFoundError`` for a
-    name Pulumi refuses (a ``/`` or ``..`` would otherwise reach files outside ``stacks/`` and write
+    """``Pulumi.<stack>.yaml`` in the project's ``stackConfigDir``; ``StackNotFoundError`` for a name
+    Pulumi refuses (a ``/`` or ``..`` would otherwise reach files outside that folder and write
     outside ``out/``)."""
     if not _STACK_NAME.match(stack) or set(stack) == {"."}:
         raise StackNotFoundError(f"{stack!r} is not a stack name (letters, digits, '-', '_', '.')")
@@ -138,13 +139,13 @@ def stack_config_path(project_dir: Path, stack: str) -> Path:
 
 
 def example_stacks(project_dir: Path | str = ".") -> list[str]:
-    """Names of every ``stacks/Pulumi.<stack>.yaml`` of a project (its ``stackConfigDir``), sorted."""
+    """Names of every ``Pulumi.<stack>.yaml`` in the project's ``stackConfigDir``, sorted."""
     folder = read_project(project_dir).stacks_folder
     return sorted(path.name[len("Pulumi."):-len(".yaml")] for path in folder.glob("Pulumi.*.yaml"))
 
 
 def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
-    """The ``config:`` block of ``stacks/Pulumi.<stack>.yaml``, keyed ``namespace:key``.
+    """The ``config:`` block of the stack's ``Pulumi.<stack>.yaml``, keyed ``namespace:key``.
 
     Read strictly (:func:`gpu_fabric.config.stack_file.read_stack_file`): a file the engine could not turn
     into JSON configuration raises ``StackFileError`` naming the file and the problem.
@@ -155,7 +156,7 @@ def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
 
         available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
         raise StackNotFoundError(f"no stack {stack!r}: {path} does not exist (stacks: {', '.join(available) or 'none'})"
-                                 + did_you_mean(stack, available))
+                                 + did_you_mean(stack, available) + read_project(project_dir).stack_file_hint(stack))
     from gpu_fabric.config.stack_file import read_stack_file
 
     return read_stack_file(path, CONFIG_NAMESPACE)
@@ -270,12 +271,18 @@ def render_stack(
     """Run the stack program under mocks; return what it registered.
 
     ``config`` replaces the stack file's values (benchmarks and tests); ``program`` replaces the
-    project's program (``main:`` of its ``Pulumi.yaml``, default ``stacks/__main__.py``). URNs carry the
+    project's program (``main:`` of its ``Pulumi.yaml``, default its ``__main__.py``). URNs carry the
     project's name (``name:`` of its ``Pulumi.yaml``, :mod:`gpu_fabric.program.project`); a project
-    without its program raises :class:`ProjectError` before anything runs. Each call runs in a fresh context, so repeated renders in one process
-    do not see each other's resources or configuration. ``preview`` runs the program as the engine
-    does at ``pulumi preview`` of a new stack: ids and provider-computed outputs (auto-names,
-    versions) of resources not yet created are unknown, and so is every input made from them.
+    without its program raises :class:`ProjectError` before anything runs. Each call runs in a fresh
+    context on its own event loop, so repeated renders in one process do not see each other's
+    resources, configuration or unfinished work. ``preview`` runs the program as the engine does at
+    ``pulumi preview`` of a new stack: ids and provider-computed outputs (auto-names, versions) of
+    resources not yet created are unknown, and so is every input made from them.
+
+    A program that stops early (``sys.exit``, ``os._exit``, in its body or in an ``apply`` callback), or a
+    project's program that registers no resource, raises :class:`StackProgramError` naming it: a render
+    of part of a program, or of none, would be checked vacuously. What the program writes on stdout goes to stderr
+    (:mod:`gpu_fabric.program.isolation`).
 
     ``ask_ec2`` (benchmarks/ec2_calls.py) takes instance facts as ``pulumi up`` does -- EC2 with the
     stack's ``aws:`` settings and the shell's AWS environment -- instead of the bundled table; the
@@ -285,8 +292,10 @@ def render_stack(
     run: Callable[[], Any]
     if program is not None:
         run = program
+        where = f"the stack program {getattr(program, '__qualname__', None) or program!r}"
     else:
         path = str(project.require_program())
+        where = f"the stack program {path}"
 
         def run() -> Any:
             from gpu_fabric.program.stack import ConfigurationRefused
@@ -301,9 +310,88 @@ def render_stack(
                 raise _program_failure(path, error) from error
     values = config if config is not None else load_stack_config(project.folder, stack)
     environment: contextlib.AbstractContextManager[None] = contextlib.nullcontext() if ask_ec2 else hermetic_environment()
-    with environment:
-        return contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview, project.name,
-                                         not ask_ec2)
+    try:
+        with environment, stdout_to_stderr(), exits_refused():
+            with _own_event_loop():
+                result = contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview, project.name,
+                                                   not ask_ec2)
+    except (SystemExit, ProgramExited) as exited:
+        # Caught here, not around the program's call alone: an exit inside an ``apply`` callback
+        # leaves through Pulumi's event loop, after the program function has returned.
+        raise _program_exit(where, exited) from None
+    if not result.resources and program is None:
+        # The project's program (what every command runs) must register something; a ``program``
+        # function is a caller's harness, which may test that nothing gets registered.
+        raise StackProgramError(
+            f"{where} registered no resources: there is nothing to render or check; a gpu-fabric stack program "
+            f"calls build_stack() (or creates its own resources) and runs to its end")
+    return result
+
+
+@contextlib.contextmanager
+def _own_event_loop() -> Iterator[None]:
+    """One asyncio event loop for one render, closed after it, the thread's previous loop restored.
+
+    A render that ends abruptly -- an exit inside an ``apply`` callback leaves asyncio's loop from
+    inside a task (``SystemExit`` is re-raised out of ``Task.__step``) -- leaves Pulumi's
+    ``run_pulumi_func`` and the program's outputs pending on its loop; on a loop shared by every
+    render, the next render in the process would resume them and fail with the old exit.
+    """
+    import asyncio
+    import warnings
+
+    policy = asyncio.get_event_loop_policy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # no current loop: Python 3.12 warns, then makes one
+        try:
+            previous: Optional[asyncio.AbstractEventLoop] = policy.get_event_loop()
+        except RuntimeError:
+            previous = None
+    loop = asyncio.new_event_loop()
+    loop.set_exception_handler(_unretrieved_exits_ignored)
+    policy.set_event_loop(loop)
+    try:
+        yield
+    finally:
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in pending:
+            task.cancel()
+        for _ in range(10):  # a cancelled task may raise an exit of its own; a few rounds settle them
+            try:
+                if pending:
+                    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                break
+            except (SystemExit, ProgramExited):
+                pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        loop.close()
+        policy.set_event_loop(previous)
+
+
+def _unretrieved_exits_ignored(loop: Any, context: dict[str, Any]) -> None:
+    """The render's loop reports what asyncio reports, except a program's exit that it never retrieved.
+
+    Such an exit left the loop as an exception of its own (it is the render's error, reported once);
+    the task that held it would report it again on stderr when it is collected ("Task exception was
+    never retrieved"). That report is dropped: it is noise, and formatting its traceback at garbage
+    collection (Python 3.11 parses source lines with ``ast`` for the carets) was seen to leave the
+    ``ast`` module's recursion bookkeeping off, so that a later ``ast.parse`` in the process failed
+    with "AST constructor recursion depth mismatch" (CPython gh-106905 is that bookkeeping's bug).
+    """
+    if isinstance(context.get("exception"), (SystemExit, ProgramExited)):
+        return
+    loop.default_exception_handler(context)
+
+
+def _program_exit(where: str, exited: SystemExit | ProgramExited) -> StackProgramError:
+    """One line for a program that ended itself: how (``sys.exit`` or ``os._exit``, with the code) and where."""
+    how = f"os._exit({exited.code!r})" if isinstance(exited, ProgramExited) else f"sys.exit({exited.code!r})"
+    program_file = where.removeprefix("the stack program ")
+    frames = [frame for frame in traceback.extract_tb(exited.__traceback__)
+              if Path(frame.filename).resolve() == Path(program_file).resolve()]
+    at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return StackProgramError(
+        f"{where} exited early ({how}{at}), before registering all its resources; a render or check of part of "
+        "a program is refused")
 
 
 # Provider SDKs fill unset inputs from these (pulumi-kubernetes: KUBECONFIG, PULUMI_K8S_*; pulumi-aws:
@@ -337,6 +425,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
     import pulumi
     from pulumi.runtime import mocks as pulumi_mocks
     from pulumi.runtime.config import set_all_config
+    from pulumi.runtime.settings import SETTINGS
     from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
@@ -381,6 +470,10 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
     set_all_config({key: _engine_encoding(value) for key, (value, _) in decoded.items()},
                    [key for key, (_, secure) in decoded.items() if secure])
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
+    # What an earlier render that ended abruptly left behind is not this render's to wait for: Pulumi's
+    # own mock test runner starts each run so (pulumi/pulumi sdk/python/lib/pulumi/runtime/mocks.py, ``test``).
+    SETTINGS.rpc_manager.clear()
+    SETTINGS.outputs.clear()
     _sync_await(run_pulumi_func(program))
 
     resources = []
