@@ -255,3 +255,14 @@ def test_a_host_network_pod_naming_a_dranet_resource_claim_is_refused_too():
     assert "(ResourceClaim shared-efa)" in found[0].message
     other_namespace = dict(named, metadata={"name": "shared-efa", "namespace": "team-b"})
     assert dra_findings([other_namespace, manifest], DraContext()) == []
+
+
+def test_a_constraint_whose_requests_are_unknown_at_preview_decides_nothing():
+    from gpu_fabric.config.shapes import UNKNOWN
+
+    spec = aligned_spec(gpus=2, efas=4)
+    spec["devices"]["constraints"][0]["requests"] = UNKNOWN
+    context = DraContext(per_root_counts={"gpu.nvidia.com": 1, "efa.networking.k8s.aws": 2})
+    assert dra_findings([claim_template("t", spec)], context) == []
+    spec["devices"]["constraints"][0]["requests"] = ["gpu", UNKNOWN]
+    assert dra_findings([claim_template("t", spec)], context) == []

@@ -110,6 +110,9 @@ class DeviceConstraint:
     requests: tuple[str, ...]
     match_attribute: Optional[str]
     path: FieldPath
+    requests_known: bool = True
+    """False when ``requests`` (or a name in it) is a value unknown at preview: which requests the constraint
+    binds is then not known, and no rule decides on it (an empty list would wrongly read as "all of them")."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,11 @@ class ClaimSpec:
             return list(self.requests)
         names = {name.split("/", 1)[0] for name in constraint.requests}
         return [request for request in self.requests if request.name in names]
+
+    @property
+    def decided_constraints(self) -> tuple[DeviceConstraint, ...]:
+        """The constraints whose requests are known (see :attr:`DeviceConstraint.requests_known`)."""
+        return tuple(constraint for constraint in self.constraints if constraint.requests_known)
 
     @property
     def device_classes(self) -> frozenset[str]:
@@ -268,7 +276,9 @@ def _claim_spec(reader: _Reader, spec: Any, path: FieldPath) -> ClaimSpec:
         names = [reader.string(name, where / "requests" / position)
                  for position, name in enumerate(reader.items(node.get("requests"), where / "requests"))]
         attribute = reader.string(node.get("matchAttribute"), where / "matchAttribute")
-        constraints.append(DeviceConstraint(tuple(name for name in names if name), attribute, where))
+        raw = node.get("requests")
+        known = not is_unknown(raw) and not any(is_unknown(name) for name in (raw if isinstance(raw, list) else ()))
+        constraints.append(DeviceConstraint(tuple(name for name in names if name), attribute, where, known))
     return ClaimSpec(path, tuple(requests), tuple(constraints), reader.subject)
 
 

@@ -135,7 +135,7 @@ def numa_constraint_findings(spec: ClaimSpec, context: DraContext) -> list[Findi
     KEP-6072's table): the claim is never allocated. ``resource.kubernetes.io/pcieRoot`` is what both publish.
     """
     found = []
-    for constraint in spec.constraints:
+    for constraint in spec.decided_constraints:
         if constraint.match_attribute not in NUMA_ATTRIBUTES:
             continue
         requests = spec.constrained(constraint)
@@ -164,7 +164,7 @@ def pcie_root_capacity_findings(spec: ClaimSpec, context: DraContext) -> list[Fi
     if not context.per_root_counts:
         return []
     found = []
-    for constraint in spec.constraints:
+    for constraint in spec.decided_constraints:
         if constraint.match_attribute != PCIE_ROOT_ATTRIBUTE:
             continue
         wanted: dict[str, int] = {}

@@ -157,7 +157,7 @@ def _results(claim: Mapping[str, Any]) -> tuple[Optional[list[Allocated]], str]:
 def _groups(claim: Mapping[str, Any], allocated: list[Allocated]) -> list[list[Allocated]]:
     """The devices that must pair up: per pcieRoot constraint of the claim's spec, else the whole claim."""
     spec, _ = read_claim(claim)
-    constraints = [c for c in spec.constraints if c.match_attribute == PCIE_ROOT_ATTRIBUTE]
+    constraints = [c for c in spec.decided_constraints if c.match_attribute == PCIE_ROOT_ATTRIBUTE]
     if not constraints:
         return [allocated]
     groups = []
