@@ -30,6 +30,7 @@ def mypy(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("mypy-cache")  # one worker, one after the other: the second reuses the cache
 def test_the_package_type_checks() -> None:
     result = mypy(cwd=PROJECT_DIR)  # files and options from [tool.mypy] in pyproject.toml
     assert result.returncode == 0, result.stdout + result.stderr
@@ -61,6 +62,7 @@ group.node_group_nam  # MISTAKE: no such output
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("mypy-cache")  # one worker, one after the other: the second reuses the cache
 def test_mypy_reports_each_mistake_in_a_consumers_component_arguments(tmp_path: Path) -> None:
     program = tmp_path / "consumer.py"
     program.write_text(CONSUMER)
