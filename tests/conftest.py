@@ -7,10 +7,32 @@ package folder) import the same from every folder. Test file names stay unique a
 ``prepend`` mode requires.
 """
 
+import os
 import sys
 from pathlib import Path
+
+import pytest
 
 TESTS_DIR = Path(__file__).parent
 PROJECT_DIR = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The default run (``python -m pytest``: the testpaths, no ``-n``) runs on one worker per core.
+
+    With pytest-xdist installed (the dev extra), two cores take the suite in about half the wall time
+    its waits (servers, timeouts, subprocesses) and CPU leave to one; a run naming its own tests, or
+    ``-n``, ``--dist``, ``--pdb``, ``-p no:xdist``, runs as asked. ``--dist loadgroup`` keeps the tests of one
+    ``xdist_group`` (the two mypy gates sharing a cache) on one worker, one after the other. Without
+    pytest-xdist the suite runs serially, as before.
+    """
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    defaults = config.args_source == pytest.Config.ArgsSource.TESTPATHS
+    if (defaults and config.option.numprocesses is None and config.option.dist == "no"
+            and not config.option.usepdb and not config.option.collectonly and (os.cpu_count() or 1) > 1):
+        config.option.numprocesses = "auto"
+        config.option.dist = "loadgroup"

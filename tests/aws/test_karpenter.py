@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import subprocess
-import sys
 
 import pytest
 
@@ -25,6 +23,7 @@ from gpu_fabric.resources.fabric import _check_node_groups
 from gpu_fabric.validation.configuration import load_config
 from gpu_fabric.verify.expectations import pool_selector
 
+from support.bad_input import run_cli
 from support.crd_validation import crd_problems, require_crds
 from support.stack_configs import PROJECT_DIR, stack_values
 from support.policy_pack import analyzer  # noqa: F401  (the pack served over gRPC, a module fixture)
@@ -132,10 +131,9 @@ def test_mixing_p5en_and_p5_is_refused_at_instance_types(tmp_path):
     shutil.copytree(PROJECT_DIR / "stacks", tmp_path / "stacks")
     stack_file = tmp_path / "stacks" / f"Pulumi.{STACK}.yaml"
     stack_file.write_text(stack_file.read_text().replace("- p5en.48xlarge", "- p5en.48xlarge\n          - p5.48xlarge"))
-    run = subprocess.run([sys.executable, "-m", "gpu_fabric.cli", "render", "--project", str(tmp_path), "--stack", STACK,
-                          "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 1, run.stdout + run.stderr
-    assert "pools[0].aws.instanceTypes" in run.stderr and "p5.48xlarge" in run.stderr
+    run = run_cli("render", "--project", str(tmp_path), "--stack", STACK, "--out", str(tmp_path / "out"))
+    assert run.code == 1, run.describe()
+    assert "pools[0].aws.instanceTypes" in run.err and "p5.48xlarge" in run.err
     assert not (tmp_path / "out" / STACK).exists()  # nothing written
 
 

@@ -1,4 +1,10 @@
-"""``gpu-fabric render`` and ``gpu-fabric lint`` through the console script, as users run them."""
+"""``gpu-fabric render`` and ``gpu-fabric lint`` as users run them: their command lines, exit codes and output.
+
+The console script itself is started where the process is what is tested (two renders in two
+processes writing byte-identical files; a refusal without a traceback); elsewhere the same command
+line runs in this process (``support.bad_input.run_cli``), which gives the exit code, stdout and
+stderr the process would, for a fraction of the start-up.
+"""
 
 import json
 import os
@@ -10,16 +16,24 @@ from pathlib import Path
 import pytest
 import yaml
 
+from support.bad_input import run_cli
 from support.kueue_schema import SCHEMA_DIR, validate_kueue_object
 from support.stack_configs import PROJECT_DIR
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seed"
 
 
-def gpu_fabric(*args, cwd=PROJECT_DIR):
+def console_script(*args, cwd=PROJECT_DIR) -> subprocess.CompletedProcess:
+    """``gpu-fabric ARGS`` started as a process: the installed console script (else ``-m gpu_fabric.cli``)."""
     script = Path(sys.executable).with_name("gpu-fabric")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "gpu_fabric.cli"]
     return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def gpu_fabric(*args, cwd=PROJECT_DIR) -> subprocess.CompletedProcess:
+    """``gpu-fabric ARGS`` in this process, from ``cwd``, as the process would have ended (exit code, output)."""
+    outcome = run_cli(*args, cwd=cwd)
+    return subprocess.CompletedProcess(list(args), outcome.code, outcome.out, outcome.err)
 
 
 def snapshot(folder: Path) -> dict:
@@ -28,10 +42,10 @@ def snapshot(folder: Path) -> dict:
 
 def test_render_seed_is_byte_identical_and_conforms(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
-    run = gpu_fabric("render", "--stack", "seed-rdma", "--out", str(first))
+    run = console_script("render", "--stack", "seed-rdma", "--out", str(first))
     assert run.returncode == 0, run.stderr
     assert "LocalQueue" in run.stdout and "ModelDeployment" in run.stdout
-    assert gpu_fabric("render", "--stack", "seed-rdma", "--out", str(second)).returncode == 0
+    assert console_script("render", "--stack", "seed-rdma", "--out", str(second)).returncode == 0
     assert snapshot(first) == snapshot(second)
 
     queue = yaml.safe_load((first / "k8s" / "team-a" / "localqueue-gpustack-fnv64-c4680bb149644f1c.yaml").read_text())
@@ -56,7 +70,7 @@ def test_bad_configuration_exits_2_with_the_path_and_no_traceback(tmp_path):
     shutil.copytree(PROJECT_DIR / "stacks", tmp_path / "stacks")
     stack_file = tmp_path / "stacks" / "Pulumi.seed-rdma.yaml"
     stack_file.write_text(stack_file.read_text().replace("kind: Decode", "kind: Decoder"))
-    run = gpu_fabric("render", "--project", str(tmp_path), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
+    run = console_script("render", "--project", str(tmp_path), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
     assert run.returncode == 2
     assert "modelDeployments[0].roles[1].kind" in run.stderr
     assert "Traceback" not in run.stderr + run.stdout
@@ -190,7 +204,6 @@ def _platform_project(root: Path, *, program: bool = True, project_yaml: str | N
 
 
 def test_urns_carry_the_rendered_projects_name(tmp_path):
-    from support.bad_input import run_cli
     from gpu_fabric.program.urn import parse_urn
 
     project = _platform_project(tmp_path / "platform")
@@ -215,7 +228,6 @@ def test_main_may_name_the_projects_own_program_file(tmp_path):
 
 
 def test_project_without_the_stack_program_gets_one_line_saying_what_to_add(tmp_path):
-    from support.bad_input import run_cli
 
     project = _platform_project(tmp_path, program=False)
     outcome = run_cli("render", "--project", str(project), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
@@ -226,7 +238,6 @@ def test_project_without_the_stack_program_gets_one_line_saying_what_to_add(tmp_
 
 
 def test_unusable_project_file_is_named(tmp_path):
-    from support.bad_input import run_cli
 
     project = _platform_project(tmp_path, project_yaml="runtime: python\n")
     outcome = run_cli("render", "--project", str(project), "--stack", "seed-rdma", "--out", str(tmp_path / "out"))
@@ -235,7 +246,6 @@ def test_unusable_project_file_is_named(tmp_path):
 
 
 def test_unusable_project_file_is_named_when_every_stack_is_rendered(tmp_path):
-    from support.bad_input import run_cli
 
     project = _platform_project(tmp_path, project_yaml="name: [not, a, name]\n")
     for command in ("render", "check"):
@@ -247,7 +257,6 @@ def test_unusable_project_file_is_named_when_every_stack_is_rendered(tmp_path):
 @pytest.mark.parametrize("command", ["render", "check"])
 def test_a_stack_program_that_raises_is_one_line_naming_its_file_and_line(tmp_path, command):
     # A team's own program: its exception is reported where it was raised, not as a traceback through Pulumi.
-    from support.bad_input import run_cli
 
     (tmp_path / "stacks").mkdir()
     shutil.copy(PROJECT_DIR / "stacks" / "Pulumi.seed-rdma.yaml", tmp_path / "stacks")

@@ -61,3 +61,15 @@ def test_rendering_an_aws_stack_loads_the_aws_components(tmp_path: Path) -> None
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    assert main(['render', '--stack', 'aws-efa', '--out', {str(tmp_path / 'out')!r}]) == 0\n")
     assert {"pulumi_aws.ec2", "gpu_fabric.resources.efa_node_group"} <= _modules_after(code)
+
+
+def test_loading_the_configuration_models_does_not_read_their_source() -> None:
+    # The schema's field descriptions are read from the source only when a schema is made: importing
+    # and validating with the models (every render) leaves the source files unread.
+    code = ("import linecache\nimport gpu_fabric.config.fabric, gpu_fabric.validation.configuration\n"
+            "read = sorted(name for name in linecache.cache if 'gpu_fabric' in name)\n"
+            "assert read == [], read\n"
+            "from gpu_fabric.config.json_schema import configuration_schema\n"
+            "assert configuration_schema()['properties']['pools']['description']\n"
+            "assert any('gpu_fabric/config' in name for name in linecache.cache)\n")
+    assert "gpu_fabric.config.fabric" in _modules_after(code)

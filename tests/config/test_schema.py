@@ -15,14 +15,15 @@ from typing import Any
 import pytest
 import yaml
 from jsonschema import Draft202012Validator
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from support.bad_input import run_cli
 from support.stack_configs import PROJECT_DIR
 
+from gpu_fabric.config import json_schema
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.fabric import CONFIG_NAMESPACE, FabricConfig, config_keys
-from gpu_fabric.config.json_schema import DRAFT, configuration_schema, stack_file_schema
+from gpu_fabric.config.json_schema import DRAFT, configuration_schema, field_descriptions, stack_file_schema
 from gpu_fabric.config.reference_doc import reference_markdown
 from gpu_fabric.config.stack_file import StackFileError, read_stack_file
 from gpu_fabric.validation.configuration import load_config
@@ -85,7 +86,7 @@ def _models(model: type[BaseModel], seen: dict[str, type[BaseModel]]) -> dict[st
 
 def test_every_field_has_a_description():
     undocumented = [f"{name}.{field}" for name, model in _models(FabricConfig, {}).items()
-                    for field, info in model.model_fields.items() if not (info.description or "").strip()]
+                    for field in model.model_fields if not field_descriptions(model).get(field, "").strip()]
     assert undocumented == []
     # ... and it reaches the schema: every property of every object carries it.
     schema = configuration_schema()
@@ -94,10 +95,37 @@ def test_every_field_has_a_description():
 
 
 def test_attribute_docstrings_do_not_change_validation():
-    # use_attribute_docstrings only fills FieldInfo.description: the strict rules still hold.
+    # The descriptions are the schema's alone: the strict rules still hold.
     with pytest.raises(ValidationError):
         FabricConfig.model_validate({"namespaces": ["a"], "pools": [], "queueOwner": "x"})
     assert FabricConfig.model_config.get("extra") == "forbid" and FabricConfig.model_config.get("frozen") is True
+
+
+class _Documented(BaseModel):
+    plain: int = 1
+    """The plain one,
+    on two lines."""
+    explicit: int = Field(2, description="Said in Field.")
+    """Not this one."""
+    undocumented: int = 3
+    later: int = 4
+    """Documented after an undocumented field."""
+
+
+class _Redeclared(_Documented):
+    plain: int = 5
+    later: int = 6
+    """The subclass's own."""
+
+
+def test_field_descriptions_follow_the_attribute_docstring_convention():
+    assert field_descriptions(_Documented) == {
+        "plain": "The plain one,\non two lines.", "explicit": "Said in Field.",
+        "later": "Documented after an undocumented field."}
+    # A field declared again without a docstring has none; one inherited keeps its class's.
+    assert field_descriptions(_Redeclared) == {"explicit": "Said in Field.", "later": "The subclass's own."}
+    properties = _Redeclared.model_json_schema(schema_generator=json_schema.DescribedFields)["properties"]
+    assert properties["later"]["description"] == "The subclass's own." and "description" not in properties["plain"]
 
 
 def _stack(**changes: Any) -> dict[str, Any]:

@@ -5,12 +5,13 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpu_fabric.gpustack.objects import gpustack_manifests
 from gpu_fabric.config.constants import API_VERSIONS, DEFAULT_API_VERSION
 from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
 from gpu_fabric.gpustack.profiles import PROFILES, pin_profile
-from gpu_fabric.gpustack.schema import SCHEMA_FILES, validate_object, validate_objects
+from gpu_fabric.gpustack.schema import SCHEMA_FILES, read_bundled_yaml, validate_object, validate_objects
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.validation.configuration import load_config
 from support.stack_configs import PROJECT_DIR, seed_values, stack_values
@@ -24,6 +25,15 @@ def stack_manifests(stack):
 
 
 PIN = pin_profile()
+
+
+def test_bundled_schema_files_read_alike_with_the_pure_python_loader():
+    # The bundled CRDs are read with libyaml when PyYAML has it: the data must be what safe_load gives.
+    files = sorted(BUNDLED.rglob("*.yaml"))
+    assert len(files) >= len(SCHEMA_FILES)
+    for path in files:
+        text = path.read_text()
+        assert read_bundled_yaml(text) == yaml.safe_load(text), path
 
 
 def findings(obj):

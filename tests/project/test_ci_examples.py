@@ -18,6 +18,7 @@ import yaml
 
 from gpu_fabric.diff.markdown import GITHUB_COMMENT_LIMIT, marker
 import gpu_fabric
+from support.bad_input import run_cli
 from support.stack_configs import PROJECT_DIR
 
 CI = PROJECT_DIR / "examples" / "ci"
@@ -146,9 +147,8 @@ def test_offline_writes_one_comment_per_changed_stack(repo, tmp_path):
     out, summary = tmp_path / "comments", tmp_path / "summary.md"
     run = run_script("offline", "--base", "main", "--project", str(repo), "--out", str(out),
                      env={"GITHUB_STEP_SUMMARY": str(summary)})
-    check = subprocess.run([sys.executable, "-m", "gpu_fabric.cli", "check", "--stack",
-                            "aws-efa", "--project", str(repo)], capture_output=True, text=True)
-    assert run.returncode == (0 if check.returncode == 0 else 1), run.stdout + run.stderr
+    check = run_cli("check", "--stack", "aws-efa", "--project", str(repo))
+    assert run.returncode == (0 if check.code == 0 else 1), run.stdout + run.stderr
     assert sorted(p.name for p in out.glob("*.md")) == ["aws-efa.md"]
     body = (out / "aws-efa.md").read_text()
     assert body.splitlines()[0] == marker("aws-efa") and len(body) <= GITHUB_COMMENT_LIMIT
@@ -177,9 +177,8 @@ def test_offline_new_stack_is_all_creates_and_a_removed_one_all_deletes(repo, tm
     assert listed.stdout.split() == ["brand-new", "seed-rdma"]
     out = tmp_path / "comments"
     run = run_script("offline", "--base", "main", "--project", str(repo), "--out", str(out))
-    check = subprocess.run([sys.executable, "-m", "gpu_fabric.cli", "check", "--stack",
-                            "brand-new", "--project", str(repo)], capture_output=True, text=True)
-    assert run.returncode == (0 if check.returncode == 0 else 1), run.stdout + run.stderr
+    check = run_cli("check", "--stack", "brand-new", "--project", str(repo))
+    assert run.returncode == (0 if check.code == 0 else 1), run.stdout + run.stderr
     new, removed = (out / "brand-new.md").read_text(), (out / "seed-rdma.md").read_text()
     assert "could not be computed" not in new + removed
     assert "#### Create" in new and "#### Delete" not in new and "#### gpu-fabric check:" in new

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import os
 import shutil
 import traceback
 from dataclasses import dataclass
@@ -39,21 +40,43 @@ class Outcome:
         return f"exit {self.code}\n--- stdout\n{self.out[-3000:]}\n--- stderr\n{self.err[-3000:]}"
 
 
-def run_cli(*args: str) -> Outcome:
-    """``gpu-fabric ARGS`` in this process; an escaping exception becomes ``code=None`` with its traceback."""
+def run_cli(*args: str, cwd: Path | str | None = None) -> Outcome:
+    """``gpu-fabric ARGS`` in this process (from ``cwd`` when given); an escaping exception becomes
+    ``code=None`` with its traceback.
+
+    The exit code is the one the console script's process would end with: ``main``'s return value, or
+    a ``SystemExit``'s code as Python turns it into one (``None`` is 0; any other object is printed to
+    stderr and is 1). Tests of the console script itself (start-up, a closed pipe, two processes
+    rendering byte-identical files) start it as a process instead.
+    """
     from gpu_fabric.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     code: int | None
+    previous = os.getcwd()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
+            if cwd is not None:
+                os.chdir(cwd)
             code = main(list(args))
         except SystemExit as exit_:
-            code = exit_.code if isinstance(exit_.code, int) else 2
+            code = _exit_status(exit_.code, err)
         except Exception:  # noqa: BLE001 - a crash is exactly what we are looking for
             code = None
             err.write(traceback.format_exc())
+        finally:
+            os.chdir(previous)
     return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def _exit_status(code: object, stderr: io.StringIO) -> int:
+    """The status a process ends with on ``SystemExit(code)`` (Python's own rules, ``Py_Exit``)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=stderr)
+    return 1
 
 
 def stack_document(stack: str = "seed-rdma") -> dict[str, Any]:

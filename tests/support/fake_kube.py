@@ -251,7 +251,8 @@ class FakeApiServer:
         handler = type("Handler", (_Handler,), {"cluster": cluster})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll: shutdown() waits for the loop to notice (0.5 s by default, paid by every test).
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def url(self) -> str:

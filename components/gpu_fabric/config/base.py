@@ -38,10 +38,10 @@ class SpecModel(BaseModel):
         extra="forbid",
         frozen=True,
         str_strip_whitespace=True,
-        # Each field's attribute docstring becomes its description: `gpu-fabric schema` and
-        # docs/configuration.md read them (tests/config/test_schema.py: every field has one). It sets
-        # FieldInfo.description only; validation is unchanged.
-        use_attribute_docstrings=True,
+        # Each field's attribute docstring is its description in `gpu-fabric schema` and
+        # docs/configuration.md (tests/config/test_schema.py: every field has one). They are read
+        # from the source only when a schema is made (config/json_schema.field_descriptions), not
+        # with pydantic's use_attribute_docstrings, which reads every model's source at import.
     )
 
     @field_validator("*", mode="before")

@@ -2,8 +2,9 @@
 
 Generated from :class:`~gpu_fabric.config.fabric.FabricConfig`, the very model ``load_config``
 validates with, so the schema cannot drift from the code: each field's description is its
-attribute docstring (``use_attribute_docstrings`` on the base model), its type, bounds, enum
-values and defaults are pydantic's own schema of the field. ``gpu-fabric schema`` prints it;
+attribute docstring (the string right below the field, read from the source here, when a schema is
+made, and not each time the models are imported), its type, bounds, enum values and defaults are
+pydantic's own schema of the field. ``gpu-fabric schema`` prints it;
 ``docs/configuration.md`` is generated from it (``scripts/generate_configuration_docs.py``).
 
 What the schema decides is each value's shape: names, types, enum values, bounds, required
@@ -17,9 +18,17 @@ like an editor, does not).
 
 from __future__ import annotations
 
+import ast
 import copy
+import inspect
 import re
+import sys
+from functools import lru_cache
 from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from gpu_fabric.config.fabric import CONFIG_NAMESPACE, SECRET_CAPABLE_KEYS, FabricConfig
 
@@ -37,6 +46,102 @@ PULUMI_STACK_KEYS: dict[str, dict[str, Any]] = {
     "encryptionsalt": {"type": "string", "description": "Pulumi's encryption salt of the stack."},
     "environment": {"description": "Pulumi ESC environments the stack imports."},
 }
+
+
+@lru_cache(maxsize=None)
+def _module_tree(module_name: str) -> ast.Module | None:
+    """The parsed source of a loaded module (``None`` when its source cannot be read)."""
+    try:
+        return ast.parse(inspect.getsource(sys.modules[module_name]))
+    except (KeyError, OSError, TypeError):
+        return None
+
+
+def _class_node(model: type) -> ast.ClassDef | None:
+    """The ``class`` statement that defined ``model``, found by its qualified name in its module's source."""
+    tree = _module_tree(model.__module__)
+    body: list[ast.stmt] = tree.body if tree is not None else []
+    node: ast.ClassDef | None = None
+    for part in model.__qualname__.split("."):
+        node = next((stmt for stmt in body if isinstance(stmt, ast.ClassDef) and stmt.name == part), None)
+        if node is None:
+            return None
+        body = node.body
+    return node
+
+
+def _attribute_docstrings(model: type) -> dict[str, str]:
+    """The attribute docstrings ``model``'s own class body writes: ``name: type`` followed by a string.
+
+    The convention pydantic's ``use_attribute_docstrings`` reads (PEP 257's "attribute docstrings",
+    the string statement right after the annotated assignment, cleaned with ``inspect.cleandoc``).
+    The models do not set that option: it reads every model's source at import, which a render paid
+    for nothing; only the schema and the configuration reference need the descriptions.
+    """
+    node = _class_node(model)
+    if node is None:
+        return {}
+    docs: dict[str, str] = {}
+    for statement, following in zip(node.body, node.body[1:]):
+        if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                and isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)):
+            docs[statement.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+def field_descriptions(model: type[BaseModel]) -> dict[str, str]:
+    """Each field of ``model`` -> its description: ``Field(description=...)``, else its attribute docstring.
+
+    An inherited field keeps the docstring of the class that declared it last (as pydantic copies an
+    inherited field's description); a field a subclass declares again has the subclass's.
+    """
+    descriptions: dict[str, str] = {}
+    for name, info in model.model_fields.items():
+        if info.description is not None:
+            descriptions[name] = info.description
+            continue
+        owner = next((cls for cls in model.__mro__ if name in cls.__dict__.get("__annotations__", {})), None)
+        doc = _attribute_docstrings(owner).get(name) if owner is not None else None
+        if doc is not None:
+            descriptions[name] = doc
+    return descriptions
+
+
+class DescribedFields(GenerateJsonSchema):
+    """pydantic's JSON Schema generator, each model field described by :func:`field_descriptions`.
+
+    The description goes where pydantic puts a field's own (its ``pydantic_js_updates``, after any
+    ``title``), so the schema is the one ``use_attribute_docstrings`` gave.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._models: list[type[BaseModel]] = []
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        self._models.append(schema["cls"])
+        try:
+            return super().model_schema(schema)
+        finally:
+            self._models.pop()
+
+    def model_fields_schema(self, schema: core_schema.ModelFieldsSchema) -> JsonSchemaValue:
+        if self._models:
+            descriptions = field_descriptions(self._models[-1])
+            fields = {name: _described(field, descriptions.get(name)) for name, field in schema["fields"].items()}
+            schema = {**schema, "fields": fields}
+        return super().model_fields_schema(schema)
+
+
+def _described(field: core_schema.ModelField, description: str | None) -> core_schema.ModelField:
+    metadata: dict[str, Any] = dict(field.get("metadata") or {})
+    updates: dict[str, Any] = dict(metadata.get("pydantic_js_updates") or {})
+    if description is None or "description" in updates:
+        return field
+    title = {"title": updates.pop("title")} if "title" in updates else {}
+    metadata["pydantic_js_updates"] = {**title, "description": description, **updates}
+    return {**field, "metadata": metadata}  # type: ignore[typeddict-item]
 
 
 def _markdown_literals(text: str) -> str:
@@ -67,7 +172,7 @@ def _clean(node: Any, *, keep_title: bool = False) -> Any:
 
 def configuration_schema() -> dict[str, Any]:
     """The schema of the ``gpu-fabric:`` values alone: ``{queueOwner: ..., pools: [...], ...}``."""
-    schema = FabricConfig.model_json_schema(by_alias=True, mode="validation")
+    schema = FabricConfig.model_json_schema(by_alias=True, mode="validation", schema_generator=DescribedFields)
     schema = _clean(schema, keep_title=True)
     return {"$schema": DRAFT, **schema}
 

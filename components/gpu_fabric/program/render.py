@@ -419,6 +419,34 @@ def hermetic_environment() -> Iterator[None]:
         os.environ.update(hidden)
 
 
+@contextlib.contextmanager
+def without_stack_traces() -> Iterator[None]:
+    """Registrations made meanwhile carry no stack trace (an offline render has no engine to read them).
+
+    The Python SDK captures one for every resource it registers (pulumi/pulumi
+    sdk/python/lib/pulumi/runtime/resource.py, ``register_resource`` and ``read_resource`` call
+    ``_get_stack_trace``: ``traceback.extract_stack`` and a protobuf frame per Python frame) and sends
+    it in ``RegisterResourceRequest.stackTrace``/``sourcePosition``, which the engine uses for
+    diagnostics. The mock monitor drops both, and gpu-fabric's component nesting makes the stacks deep:
+    capturing them took about 15% of the CPU time of a 2,000-resource render (benchmarks/render_fleet.py). The hook is private to the SDK, so it is
+    replaced only when it is there, for the render alone, and restored after;
+    tests/program/test_render_stack_traces.py pins it against the installed SDK.
+    """
+    from pulumi.runtime import resource as runtime_resource
+    from pulumi.runtime.proto import source_pb2
+
+    original = getattr(runtime_resource, "_get_stack_trace", None)
+    if original is None:  # another SDK: its registrations keep their traces
+        yield
+        return
+    # An empty trace is what the SDK itself sends when it finds no user frame.
+    setattr(runtime_resource, "_get_stack_trace", source_pb2.StackTrace)
+    try:
+        yield
+    finally:
+        setattr(runtime_resource, "_get_stack_trace", original)
+
+
 def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callable[[], Any],
                              preview: bool = False, project: str = PROJECT_NAME,
                              offline_catalog: bool = True) -> RenderResult:
@@ -469,12 +497,13 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
     decoded = {key: _secure_values(value) for key, value in values.items()}
     set_all_config({key: _engine_encoding(value) for key, (value, _) in decoded.items()},
                    [key for key, (_, secure) in decoded.items() if secure])
-    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
-    # What an earlier render that ended abruptly left behind is not this render's to wait for: Pulumi's
-    # own mock test runner starts each run so (pulumi/pulumi sdk/python/lib/pulumi/runtime/mocks.py, ``test``).
-    SETTINGS.rpc_manager.clear()
-    SETTINGS.outputs.clear()
-    _sync_await(run_pulumi_func(program))
+    with without_stack_traces():  # set_mocks registers the root stack resource
+        pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
+        # What an earlier render that ended abruptly left behind is not this render's to wait for: Pulumi's
+        # own mock test runner starts each run so (pulumi/pulumi sdk/python/lib/pulumi/runtime/mocks.py, ``test``).
+        SETTINGS.rpc_manager.clear()
+        SETTINGS.outputs.clear()
+        _sync_await(run_pulumi_func(program))
 
     resources = []
     for type_, name, inputs, custom in recorded:
