@@ -8,6 +8,7 @@ from pathlib import Path
 
 import gpu_fabric
 from gpu_fabric.policies.engine_wire import PULUMI_POLICY_VERSIONS
+from support.source_trees import parse_file
 
 PACKAGE_DIR = Path(gpu_fabric.__file__).parent
 TESTS_DIR = Path(__file__).resolve().parents[1]
@@ -27,7 +28,7 @@ def test_the_installed_pulumi_policy_is_one_the_boundary_was_written_against():
 
 def _imports(path: Path) -> set[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse_file(path)):
         if isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
             names.update(f"{node.module}.{alias.name}" for alias in node.names)

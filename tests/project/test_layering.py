@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import gpu_fabric
+from support.source_trees import parse_file
 
 PACKAGE_DIR = Path(gpu_fabric.__file__).parent
 
@@ -49,7 +50,7 @@ def _package_of(path: Path) -> str:
 
 def imported_modules(path: Path, package: str) -> list[tuple[int, str]]:
     """``(line, dotted name)`` for every import in ``path``; ``from m import n`` yields ``m`` and ``m.n``."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parse_file(path)
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -181,7 +182,7 @@ def test_the_root_holds_the_public_api_and_few_modules() -> None:
 def test_the_node_agent_uses_the_standard_library_only() -> None:
     agent = PACKAGE_DIR / "kubelet_agent"
     for path in sorted(agent.glob("*.py")):
-        tree = ast.parse(path.read_text())
+        tree = parse_file(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 assert node.module.split(".")[0] in __import__("sys").stdlib_module_names, (path.name, node.module)

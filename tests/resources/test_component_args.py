@@ -13,6 +13,7 @@ from gpu_fabric.config import serving as g
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.config.taints import Taint
 from gpu_fabric.config.topology import KubeletTopology
+from support.source_trees import parse_file
 
 PAIRS = [
     (a.TaintArgs, Taint), (a.KubeletTopologyArgs, KubeletTopology),
@@ -51,6 +52,6 @@ COMPONENT_MODULES = sorted((Path(__file__).resolve().parents[2] / "components" /
 @pytest.mark.parametrize("module", COMPONENT_MODULES, ids=[m.name for m in COMPONENT_MODULES])
 def test_component_modules_keep_annotations_evaluated(module: Path) -> None:
     # Pulumi's analyzer reads annotations at run time; postponed (string) annotations break it.
-    tree = ast.parse(module.read_text())
+    tree = parse_file(module)
     futures = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "__future__"]
     assert not futures, f"{module.name} imports from __future__"

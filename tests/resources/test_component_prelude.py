@@ -11,6 +11,7 @@ import pytest
 
 import gpu_fabric
 from gpu_fabric.resources.inputs import InvalidInputError
+from support.source_trees import parse_file
 
 PACKAGE_DIR = Path(gpu_fabric.__file__).parent
 
@@ -72,5 +73,5 @@ NODE_AGENT_ASSERTS = {"kubelet_agent/host_files.py", "kubelet_agent/kubelet_conf
 
 def test_no_runtime_check_of_the_package_is_an_assert():
     found = [str(path.relative_to(PACKAGE_DIR)) for path in sorted(PACKAGE_DIR.rglob("*.py"))
-             for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Assert)]
+             for node in ast.walk(parse_file(path)) if isinstance(node, ast.Assert)]
     assert set(found) <= NODE_AGENT_ASSERTS, found

@@ -19,6 +19,7 @@ like an editor, does not).
 from __future__ import annotations
 
 import ast
+import gc
 import copy
 import inspect
 import re
@@ -50,11 +51,23 @@ PULUMI_STACK_KEYS: dict[str, dict[str, Any]] = {
 
 @lru_cache(maxsize=None)
 def _module_tree(module_name: str) -> ast.Module | None:
-    """The parsed source of a loaded module (``None`` when its source cannot be read)."""
+    """The parsed source of a loaded module (``None`` when its source cannot be read).
+
+    The collector is off while ``ast.parse`` runs: in Python 3.11 a finalizer that formats a traceback during
+    the parse (an asyncio Future nobody retrieved) parses again and resets the ``ast`` module's shared
+    recursion bookkeeping, failing this parse with "AST constructor recursion depth mismatch" (CPython gh-106905).
+    """
     try:
-        return ast.parse(inspect.getsource(sys.modules[module_name]))
+        source = inspect.getsource(sys.modules[module_name])
     except (KeyError, OSError, TypeError):
         return None
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(source)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _class_node(model: type) -> ast.ClassDef | None:
