@@ -62,8 +62,9 @@ def _refuse(message: str) -> int:
 def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dict[str, Any]]]:
     """Render and validate the stack; return (expectations, validated config, raw stack values) or ``None``."""
     from gpu_fabric.cli.render import render_or_report
-    from gpu_fabric.program.render import load_stack_config, offline_values
+    from gpu_fabric.program.render import load_stack_config
     from gpu_fabric.config.fabric import CONFIG_NAMESPACE
+    from gpu_fabric.config.secrets import namespace_values, offline_values
     from gpu_fabric.validation.configuration import load_config
     from gpu_fabric.verify.expectations import stack_expectations
 
@@ -71,8 +72,7 @@ def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dic
     if isinstance(result, int):  # reported; a stack that does not render cannot be verified (exit 2)
         return None
     values = offline_values(load_stack_config(project, stack))  # secure: values as "[secret]", as render has them
-    prefix = f"{CONFIG_NAMESPACE}:"
-    config = load_config({key[len(prefix):]: value for key, value in values.items() if key.startswith(prefix)})
+    config = load_config(namespace_values(values, CONFIG_NAMESPACE))
     return stack_expectations(stack, config, result.kubernetes_objects()), config, values
 
 

@@ -117,6 +117,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (host_access.KUBELET_HOST_ACCESS, host_access.host_access_findings),
     # Workloads on fabric pools.
     *((spec.rule, spec.check) for spec in workloads.RULES),
+    (workloads.PLAINTEXT_CREDENTIAL, workloads.credential_findings),
 )
 """Every rule, grouped by domain."""
 
