@@ -70,8 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gpu-fabric`` console script; returns the process exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        try:
+            args = parser.parse_args(argv)
+        finally:
+            # Parsing prints too (``--version | head -1``, ``--help``) and then exits: flushed here, a
+            # reader that went away is the BrokenPipeError below, not an error at interpreter exit.
+            sys.stdout.flush()
         code = int(args.func(args))
         sys.stdout.flush()
         return code
