@@ -37,8 +37,17 @@ def version_text() -> str:
     from gpu_fabric.aws.catalog.table import bundled_table_origin
     from gpu_fabric.gpustack.profiles import DEFAULT_GPUSTACK_OPERATOR, PROFILES
 
+    from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
+    from gpu_fabric.gpustack.profiles import newest_line
+
+    pin = f"github.com/gpustack/gpustack-operator {OPERATOR_COMMIT[:8]} (CRD schemas at {SCHEMA_COMMIT[:8]})"
     lines = [f"gpu-fabric {__version__}", f"mirrors GPUStack operator (gpu-fabric:gpustackOperator, default {DEFAULT_GPUSTACK_OPERATOR}):"]
-    lines += [f"  {profile.describe()}" for profile in PROFILES]
+    for profile in PROFILES:
+        from_code, from_docs = profile.provenance(pin)
+        lines += [f"  {profile.describe()}", f"    from operator code: {from_code}", f"    from docs: {from_docs}"]
+    newest = newest_line()
+    lines.append(f"  a newer release: refused, unless written <version>+as-{newest.line} (the {newest.line} line's rules, "
+                 "unverified, warned on every render)")
     lines.append(f"bundled EC2 table {bundled_table_origin().describe()}")
     return "\n".join(lines)
 

@@ -140,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
     except UnknownOperatorVersion as error:
         print(f"gpu-fabric lint: --operator {error}", file=sys.stderr)
         return EXIT_USAGE
+    if profile.stand_in:
+        print(f"gpu-fabric lint: warning: {profile.stand_in_warning()}", file=sys.stderr)
     try:
         read = read_manifests(args.files)
     except ManifestError as error:

@@ -85,7 +85,11 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
 
     try:
         _check_project_name(project)
-        return render_stack(stack, project, preview=preview)
+        result = render_stack(stack, project, preview=preview)
+        warning = stand_in_warning(result)
+        if warning:
+            print(f"gpu-fabric: stack {stack}: warning: {warning}", file=sys.stderr)
+        return result
     except ConfigError as error:
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
         return error.exit_code
@@ -96,6 +100,15 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
     except StackFileError as error:
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def stand_in_warning(result) -> str | None:
+    """The warning of a stack whose GPUStack operator is newer than every mirrored line (``0.12.0+as-0.11``):
+    printed on stderr by every render, check and verify of it, ``--quiet`` or not."""
+    from gpu_fabric.policies.transfer_paths import stack_operator
+
+    profile, _ = stack_operator([r.policy_resource() for r in result.resources])
+    return profile.stand_in_warning() if profile is not None else None
 
 
 def _check_project_name(project: Path) -> None:
