@@ -25,6 +25,8 @@ def test_every_render_and_check_warns(tmp_path, command):
     outcome = run_cli(command[0], "--project", str(project), "--stack", "x", *extra, *command[1:])
     assert outcome.code == 0, outcome.describe()
     assert outcome.err.count(WARNING) == 1 and "0.11 line" in outcome.err
+    if command[0] == "check":
+        assert "gpustack-operator-unverified [advisory" in outcome.out and WARNING in outcome.out
 
 
 def test_without_the_suffix_the_newer_release_is_refused_saying_how(tmp_path):

@@ -18,7 +18,7 @@ from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.findings import Enforcement, Rule
 from gpu_fabric.gpustack import device_manager_access, privilege_rules, rules as gpustack_rules, schema
 from gpu_fabric.gpustack.admission import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding, model_deployment
-from gpu_fabric.gpustack.profiles import profile_for
+from gpu_fabric.gpustack.profiles import profile_for, stand_in_findings
 from gpu_fabric.kube import advertisers, coverage, host_access, kueue_rules, topology_rules, workloads
 from gpu_fabric.plan import fabric_plan, transport_fabric
 from gpu_fabric.plan.efa_domains import derivation, rules as domain_rules
@@ -79,6 +79,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (fabric_plan.TOPOLOGY_AGENT_SCOPE, fabric_plan.topology_agent_problems),
     # The GPUStack operator's API server and webhooks.
     (gpustack_rules.GPUSTACK_OPERATOR_VERSION, profile_for),
+    (gpustack_rules.GPUSTACK_OPERATOR_STAND_IN, stand_in_findings),
     (gpustack_rules.GPUSTACK_CRD_SCHEMA, schema.validate_object),
     (gpustack_rules.MODEL_DEPLOYMENT_ADMISSION, model_deployment.deployment_findings),
     (gpustack_rules.KV_CACHE_BACKEND_ADMISSION, kv_cache_backend.backend_findings),

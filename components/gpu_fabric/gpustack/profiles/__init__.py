@@ -16,12 +16,14 @@ from __future__ import annotations
 import re
 
 from gpu_fabric.config.constants import DEFAULT_GPUSTACK_OPERATOR
+from gpu_fabric.findings import Finding, Severity
 from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT
+from gpu_fabric.gpustack.rules import GPUSTACK_OPERATOR_STAND_IN
 from gpu_fabric.gpustack.profiles import main_5cfac77b, release_0_9, release_0_10, release_0_11
 from gpu_fabric.gpustack.profiles.model import FieldNote, Profile, Source
 
 __all__ = ["DEFAULT_GPUSTACK_OPERATOR", "FieldNote", "PROFILES", "Profile", "Source", "UnknownOperatorVersion",
-           "default_profile", "known_versions", "newest_line", "pin_profile", "profile_for"]
+           "default_profile", "known_versions", "newest_line", "pin_profile", "profile_for", "stand_in_findings"]
 
 PROFILES: tuple[Profile, ...] = (release_0_9.PROFILE, release_0_10.PROFILE, release_0_11.PROFILE, main_5cfac77b.PROFILE)
 """Every mirrored line, oldest release first, the pre-release pin last."""
@@ -101,3 +103,15 @@ def default_profile() -> Profile:
 def pin_profile() -> Profile:
     """The ``main@5cfac77b`` profile: the pre-release commit, decided exactly as the ported Go tests expect."""
     return profile_for(main_5cfac77b.LINE)
+
+
+def stand_in_findings(profile: Profile) -> list[Finding]:
+    """The warning (at ``gpustackOperator``) of a profile standing in for a newer release; none otherwise.
+
+    The one rule behind the warning ``render``, ``check``, ``verify`` and ``lint`` print and the
+    ``gpustack-operator-unverified`` policy reports at preview.
+    """
+    warning = profile.stand_in_warning()
+    if warning is None:
+        return []
+    return [Finding.of(GPUSTACK_OPERATOR_STAND_IN, "gpustackOperator", warning, severity=Severity.WARNING)]
