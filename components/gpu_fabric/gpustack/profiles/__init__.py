@@ -84,7 +84,8 @@ def _stand_in(text: str, version: str, line: str) -> Profile:
     """``version`` under ``line``'s rules: only a release newer than every mirrored line, only under the newest line."""
     newest = newest_line()
     parts = _RELEASE.match(version)
-    assert parts is not None  # _STAND_IN's version is a release
+    if parts is None:  # not reached: _STAND_IN's version is a release
+        raise UnknownOperatorVersion(f"{text!r}: {version!r} is not a release version")
     named = ".".join(str(int(part)) for part in parts.groups())
     if not _is_newer(parts.groups()):
         raise UnknownOperatorVersion(f"{text!r}: {named} is a line gpu-fabric mirrors (or older than the newest, "
