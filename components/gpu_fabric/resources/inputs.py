@@ -264,9 +264,13 @@ class DeferredInputs:
         """
         for marker, (path, output) in self._deferred.items():
             # Whether the Output is a secret travels beside its value: a refusal must not quote a secret.
-            secret = pulumi.Output.from_input(output.is_secret())
+            secret: pulumi.Output[bool] = pulumi.Output.from_input(output.is_secret())  # type: ignore[arg-type]
             checker = self._checker(marker, path, validate)
-            self._checked[marker] = pulumi.Output.all(output, secret).apply(lambda pair, c=checker: c(pair[0], bool(pair[1])))
+
+            def check_pair(pair: list[Any], check: Callable[[Any, bool], Any] = checker) -> Any:
+                return check(pair[0], bool(pair[1]))
+
+            self._checked[marker] = pulumi.Output.all(output, secret).apply(check_pair)
 
     def _checker(self, marker: str, path: Path, validate: Callable[[dict[str, Any]], object]) -> Callable[[Any, bool], Any]:
         def check(resolved: Any, secret: bool) -> Any:
