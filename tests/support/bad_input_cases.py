@@ -128,7 +128,7 @@ SYNTAX: dict[str, tuple[str, tuple[str, ...]]] = {
     # A pool's own taints reach its EKS node group too, so they are held to EKS's key length at render.
     "pool-taint-key-too-long-for-eks": (efa(lambda c: pool(c)["taints"].append({"key": "example.com/" + "a" * 60,
                                                                                  "effect": "NoSchedule"})),
-                                        ("pools[0]", "taints[1]: taint key", "at most 63")),
+                                        ("pools[0].taints[1].key: taint key", "at most 63")),
     "aws-taint-kubernetes-effect": (efa(lambda c: pool(c)["aws"].update(taints=[{"key": "a", "effect": "NoSchedule"}])),
                                     ("pools[0].aws.taints[0]",)),
     "device-manager-namespace": (seed(lambda c: c.update({"gpu-fabric:devicePlugins": {"deviceManager": {
@@ -184,12 +184,12 @@ REFERENCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "topology-none-on-fabric-pool": (efa(lambda c: pool(c)["topology"].update(policy="none")), ("pools[0].topology.policy",)),
     # Standalone quotas are nodeCount x per-node capacity: above the node group's maxSize they promise absent nodes.
     "node-count-above-max-size": (efa(lambda c: pool(c).update(nodeCount=pool(c)["aws"]["scaling"]["maxSize"] + 1)),
-                                  ("pools[0]", "nodeCount 5 is above aws.scaling.maxSize 4")),
-    # The Bottlerocket node group's user data has no key for this kubelet option: refused at the pool, not at render.
+                                  ("pools[0].nodeCount: nodeCount 5 is above aws.scaling.maxSize 4",)),
+    # The Bottlerocket node group's user data has no key for this kubelet option: refused at the field, not at render.
     "cpu-option-without-bottlerocket-setting": (efa(lambda c: pool(c, 1).update(topology={
         "policy": "restricted", "scope": "container", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1",
         "cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}})),
-        ("pools[1]", "topology.cpuManagerPolicyOptions", "no Bottlerocket setting", "BOTTLEROCKET_x86_64")),
+        ("pools[1].topology.cpuManagerPolicyOptions: ", "no Bottlerocket setting", "BOTTLEROCKET_x86_64")),
 }
 
 SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {

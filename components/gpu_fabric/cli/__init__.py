@@ -37,8 +37,17 @@ def version_text() -> str:
     from gpu_fabric.aws.catalog.table import bundled_table_origin
     from gpu_fabric.gpustack.profiles import DEFAULT_GPUSTACK_OPERATOR, PROFILES
 
+    from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT, SCHEMA_COMMIT
+    from gpu_fabric.gpustack.profiles import newest_line
+
+    pin = f"github.com/gpustack/gpustack-operator {OPERATOR_COMMIT[:8]} (CRD schemas at {SCHEMA_COMMIT[:8]})"
     lines = [f"gpu-fabric {__version__}", f"mirrors GPUStack operator (gpu-fabric:gpustackOperator, default {DEFAULT_GPUSTACK_OPERATOR}):"]
-    lines += [f"  {profile.describe()}" for profile in PROFILES]
+    for profile in PROFILES:
+        from_code, from_docs = profile.provenance(pin)
+        lines += [f"  {profile.describe()}", f"    from operator code: {from_code}", f"    from docs: {from_docs}"]
+    newest = newest_line()
+    lines.append(f"  a newer release: refused, unless written <version>+as-{newest.line} (the {newest.line} line's rules, "
+                 "unverified, warned on every render)")
     lines.append(f"bundled EC2 table {bundled_table_origin().describe()}")
     return "\n".join(lines)
 
@@ -70,8 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gpu-fabric`` console script; returns the process exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        try:
+            args = parser.parse_args(argv)
+        finally:
+            # Parsing prints too (``--version | head -1``, ``--help``) and then exits: flushed here, a
+            # reader that went away is the BrokenPipeError below, not an error at interpreter exit.
+            sys.stdout.flush()
         code = int(args.func(args))
         sys.stdout.flush()
         return code

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 EXIT_OK = 0
@@ -55,6 +56,14 @@ def plain_text(text: str) -> str:
     text = _LITERAL.sub(r"\1", text)
     text = _EMPHASIS.sub(r"\1", text)
     return text.replace("::\n", ":\n")
+
+
+def folder_argument(text: str) -> Path:
+    """An argparse ``type`` for a folder gpu-fabric writes or reads: ``""`` is refused (exit 2), since
+    ``Path("")`` is the current folder and ``--out ""`` (an unset shell variable) would write into it."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a folder, not an empty string (write . for the current folder)")
+    return Path(text)
 
 
 def quiet_parent() -> argparse.ArgumentParser:

@@ -101,11 +101,12 @@ def stack_domain_lines(stack: str, project: str) -> tuple[list[str], list[str]]:
     from gpu_fabric.plan.efa_domains.naming import planned_security_group
     from gpu_fabric.program.render import load_stack_config
     from gpu_fabric.config.fabric import CONFIG_NAMESPACE
+    from gpu_fabric.config.secrets import namespace_values
     from gpu_fabric.validation.configuration import load_config
 
     raw = load_stack_config(Path(project), stack)
-    prefix = f"{CONFIG_NAMESPACE}:"
-    config = load_config({key[len(prefix):]: value for key, value in raw.items() if key.startswith(prefix)})
+    # ``secure:`` values cannot be read offline: "[secret]" in their place, as render has them.
+    config = load_config(namespace_values(raw, CONFIG_NAMESPACE))
     lines: list[str] = []
     types: list[str] = []
     for domain in domains_from_config(config).domains:

@@ -135,10 +135,13 @@ def run(args: argparse.Namespace) -> int:
             from gpu_fabric.cli.lint_workloads import stack_operator_version
 
             operator = stack_operator_version(args.stack, args.project)  # the operator that stack's cluster runs
-        profile = profile_for(operator or DEFAULT_GPUSTACK_OPERATOR)
+        # None only means "not given": an empty --operator "" (an unset shell variable) is refused by profile_for.
+        profile = profile_for(operator if operator is not None else DEFAULT_GPUSTACK_OPERATOR)
     except UnknownOperatorVersion as error:
         print(f"gpu-fabric lint: --operator {error}", file=sys.stderr)
         return EXIT_USAGE
+    if profile.stand_in:
+        print(f"gpu-fabric lint: warning: {profile.stand_in_warning()}", file=sys.stderr)
     try:
         read = read_manifests(args.files)
     except ManifestError as error:

@@ -28,14 +28,13 @@ from gpu_fabric.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 def _stack_config(stack: str, project: Path) -> Any:
     """The validated configuration of ``stack``; raises the render's errors (stack missing, bad file, bad config)."""
     from gpu_fabric.config.fabric import CONFIG_NAMESPACE
+    from gpu_fabric.config.secrets import namespace_values
     from gpu_fabric.program.render import load_stack_config
     from gpu_fabric.validation.configuration import load_config
 
     raw = load_stack_config(project, stack)
-    prefix = f"{CONFIG_NAMESPACE}:"
-    # Secret values (``{secure: ...}``) cannot be read offline; the pools never are secret.
-    values = {key[len(prefix):]: value for key, value in raw.items()
-              if key.startswith(prefix) and not (isinstance(value, dict) and set(value) == {"secure"})}
+    # ``secure:`` values cannot be read offline: "[secret]" in their place, as render has them.
+    values = namespace_values(raw, CONFIG_NAMESPACE)
     return load_config(values, aws_region=raw.get("aws:region") if isinstance(raw.get("aws:region"), str) else None)
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpu_fabric.cli.conventions import EXIT_OK, EXIT_USAGE, add_command
+from gpu_fabric.cli.conventions import EXIT_OK, EXIT_USAGE, add_command, folder_argument
 
 MANIFEST_DIR = "k8s"
 RESOURCES_FILE = "resources.json"
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                   "gpu-fabric render --project ../platform --stack prod --quiet"])
     parser.add_argument("--stack", action="append", dest="stacks", metavar="NAME",
                         help="stack name (Pulumi.NAME.yaml in the project's stackConfigDir); repeatable; default: every stack there")
-    parser.add_argument("--out", type=Path, help="output folder (default out/NAME); only with a single --stack")
+    parser.add_argument("--out", type=folder_argument, help="output folder (default out/NAME); only with a single --stack")
     parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding Pulumi.yaml (default .)")
     parser.set_defaults(func=run)
 
@@ -84,7 +84,12 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
     from gpu_fabric.config.stack_file import StackFileError
 
     try:
-        return render_stack(stack, project, preview=preview)
+        _check_project_name(project)
+        result = render_stack(stack, project, preview=preview)
+        warning = stand_in_warning(result)
+        if warning:
+            print(f"gpu-fabric: stack {stack}: warning: {warning}", file=sys.stderr)
+        return result
     except ConfigError as error:
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
         return error.exit_code
@@ -95,6 +100,28 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
     except StackFileError as error:
         print(f"gpu-fabric: stack {stack}: {error}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def stand_in_warning(result) -> str | None:
+    """The warning of a stack whose GPUStack operator is newer than every mirrored line (``0.12.0+as-0.11``):
+    printed on stderr by every render, check and verify of it, ``--quiet`` or not."""
+    from gpu_fabric.policies.transfer_paths import stack_operator
+
+    profile, _ = stack_operator([r.policy_resource() for r in result.resources])
+    return profile.stand_in_warning() if profile is not None else None
+
+
+def _check_project_name(project: Path) -> None:
+    """Refuse (``ProjectError`` naming ``Pulumi.yaml`` ``name``) a project name Pulumi refuses: its URNs would be malformed."""
+    from gpu_fabric.config.syntax import pulumi_project_name
+    from gpu_fabric.program.render import ProjectError
+    from gpu_fabric.program.project import read_project
+
+    found = read_project(project)
+    try:
+        pulumi_project_name(found.name)
+    except ValueError as error:
+        raise ProjectError(f"{found.folder / 'Pulumi.yaml'}: `name:` {error}") from None
 
 
 def manifest_text(manifest: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_command
+from gpu_fabric.cli.conventions import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_command, folder_argument
 from gpu_fabric.verify.api import DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOTAL_TIMEOUT  # stdlib only
 
 
@@ -41,8 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--nccl-log", action="append", type=Path, default=[], dest="nccl_logs", metavar="FILE",
                         help="NCCL_DEBUG=INFO log of a test run: did it use EFA / RDMA or fall back to sockets? repeatable")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--record", type=Path, metavar="DIR", help="also save the raw API responses to DIR")
-    source.add_argument("--replay", type=Path, metavar="DIR", help="read the API responses from DIR instead of a cluster")
+    source.add_argument("--record", type=folder_argument, metavar="DIR", help="also save the raw API responses to DIR")
+    source.add_argument("--replay", type=folder_argument, metavar="DIR", help="read the API responses from DIR instead of a cluster")
     parser.add_argument("--workers", type=int, default=32, metavar="N", help="concurrent kubelet configz reads (default 32)")
     parser.add_argument("--request-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT, metavar="SECONDS",
                         help="longest one API request may take, connecting to last byte "
@@ -62,8 +62,9 @@ def _refuse(message: str) -> int:
 def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dict[str, Any]]]:
     """Render and validate the stack; return (expectations, validated config, raw stack values) or ``None``."""
     from gpu_fabric.cli.render import render_or_report
-    from gpu_fabric.program.render import load_stack_config, offline_values
+    from gpu_fabric.program.render import load_stack_config
     from gpu_fabric.config.fabric import CONFIG_NAMESPACE
+    from gpu_fabric.config.secrets import namespace_values, offline_values
     from gpu_fabric.validation.configuration import load_config
     from gpu_fabric.verify.expectations import stack_expectations
 
@@ -71,8 +72,7 @@ def load_expectations(stack: str, project: Path) -> Optional[tuple[Any, Any, dic
     if isinstance(result, int):  # reported; a stack that does not render cannot be verified (exit 2)
         return None
     values = offline_values(load_stack_config(project, stack))  # secure: values as "[secret]", as render has them
-    prefix = f"{CONFIG_NAMESPACE}:"
-    config = load_config({key[len(prefix):]: value for key, value in values.items() if key.startswith(prefix)})
+    config = load_config(namespace_values(values, CONFIG_NAMESPACE))
     return stack_expectations(stack, config, result.kubernetes_objects()), config, values
 
 

@@ -113,6 +113,22 @@ def non_finite_numbers(value: Any, location: Sequence[Any] = ()) -> Iterable[Fin
             yield from non_finite_numbers(item, [*location, index])
 
 
+def field_problem(model: str, path: str, message: str, value: Any = None) -> ValidationError:
+    """A problem a model-wide check finds at one field, raised at that field's path (``nodeCount``,
+    ``topology.policyOptions``, ``taints[1]``) below the model's own location, so the message names the
+    field, not the whole object. Raise it from a ``model_validator``; pydantic prefixes the location."""
+    from pydantic_core import InitErrorDetails, PydanticCustomError
+
+    location: list[str | int] = []
+    for part in path.split("."):
+        name, _, rest = part.partition("[")
+        location.append(name)
+        location.extend(int(index) for index in re.findall(r"(\d+)\]", "[" + rest) if rest)
+    # The message is a context value, not the template: braces in it are not placeholders.
+    error = PydanticCustomError("field_problem", "{message}", {"message": message})
+    return ValidationError.from_exception_data(model, [InitErrorDetails(type=error, loc=tuple(location), input=value)])
+
+
 def format_path(location: Sequence[Any]) -> str:
     """Render a pydantic error location as ``modelDeployments[0].roles[1].resources.interface``."""
     path = ""

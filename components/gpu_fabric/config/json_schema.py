@@ -14,16 +14,25 @@ operator's admission, EFA domains, the pack's mandatory policies -- a JSON Schem
 file the schema accepts may still be refused by ``gpu-fabric render`` (never the other way round
 for a value written as its JSON type; pydantic also coerces ``"4"`` to ``4``, which the schema,
 like an editor, does not).
+
+Field names: the loader takes each field's camelCase alias and its Python (snake_case) name, because
+the same models validate stack files (camelCase) and the components' TypedDict arguments
+(snake_case). The schema gives the same answer: it takes both spellings (the Python one marked
+``deprecated``, so editors steer to camelCase), refuses both at once as the loader does, and lets either
+satisfy a required field. The configuration keys themselves (``gpu-fabric:modelDeployments``) are
+camelCase only, in the stack program and the schema alike. tests/config/test_schema_loader_agreement.py
+walks the example stacks and holds both to it.
 """
 
 from __future__ import annotations
 
 import ast
-import gc
 import copy
+import gc
 import inspect
 import re
 import sys
+import typing
 from functools import lru_cache
 from typing import Any
 
@@ -183,10 +192,72 @@ def _clean(node: Any, *, keep_title: bool = False) -> Any:
     return cleaned
 
 
+def _models(root: type[BaseModel]) -> dict[str, type[BaseModel]]:
+    """Every model reachable from ``root``'s fields, by class name (pydantic's ``$defs`` key)."""
+    found: dict[str, type[BaseModel]] = {}
+    pending: list[Any] = [root]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            if node.__name__ in found:
+                continue
+            found[node.__name__] = node
+            pending.extend(field.annotation for field in node.model_fields.values())
+        else:
+            pending.extend(typing.get_args(node))
+    return found
+
+
+def _python_names(model: dict[str, Any], cls: type[BaseModel]) -> None:
+    """Let ``model`` (a ``$defs`` entry of ``cls``) take each field's Python name as well as its camelCase alias.
+
+    The loader accepts both (``populate_by_name``: component arguments arrive as snake_case TypedDicts,
+    stack files in camelCase), so the schema does too, or an editor would flag a file ``render`` takes.
+    The Python name is marked ``deprecated`` (draft 2020-12 meta-data) so editors steer to the
+    documented spelling. Both spellings at once are refused, as the loader refuses the second one
+    (an unknown field); a required field is satisfied by either.
+    """
+    properties = model.get("properties")
+    if not isinstance(properties, dict):
+        return
+    required = list(model.get("required", []))
+    either: list[dict[str, Any]] = []
+    for name, field in cls.model_fields.items():
+        alias = field.alias or name
+        if alias == name or alias not in properties or name in properties:
+            continue
+        properties[name] = {**copy.deepcopy(properties[alias]), "deprecated": True,
+                            "description": f"The Python name of `{alias}`; write `{alias}`."}
+        model.setdefault("dependentSchemas", {})[alias] = {"not": {"required": [name]}}
+        if alias in required:
+            required.remove(alias)
+            either.append({"anyOf": [{"required": [alias]}, {"required": [name]}]})
+    if either:
+        model["required"] = required
+        model["allOf"] = [*model.get("allOf", []), *either]
+        if not required:
+            del model["required"]
+
+
+def required_fields(model: dict[str, Any]) -> set[str]:
+    """The camelCase fields a ``$defs`` entry requires (given in either spelling, see :func:`_python_names`)."""
+    names = set(model.get("required", []))
+    for rule in model.get("allOf", []):
+        options = rule.get("anyOf", []) if isinstance(rule, dict) else []
+        if options and isinstance(options[0], dict) and options[0].get("required"):
+            names.add(options[0]["required"][0])
+    return names
+
+
 def configuration_schema() -> dict[str, Any]:
     """The schema of the ``gpu-fabric:`` values alone: ``{queueOwner: ..., pools: [...], ...}``."""
     schema = FabricConfig.model_json_schema(by_alias=True, mode="validation", schema_generator=DescribedFields)
     schema = _clean(schema, keep_title=True)
+    models = _models(FabricConfig)
+    for name, model in schema.get("$defs", {}).items():
+        if name in models:
+            _python_names(model, models[name])
+    # Not at the top: the stack program knows its configuration keys in camelCase only.
     return {"$schema": DRAFT, **schema}
 
 

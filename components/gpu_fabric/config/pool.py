@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Iterable, Literal, Mapping, Optional, Sequence, Union
+from typing import Annotated, Any, Iterable, Literal, Mapping, Optional, Sequence, Union
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from gpu_fabric.config import constants
 from gpu_fabric.config import syntax
 from gpu_fabric.config.quantity import QuantityError, amount
 from gpu_fabric.config.node_group import KARPENTER_NODEPOOL_LABEL, MAX_NODES, AwsNodeGroupSpec, cluster_security_group_problem
-from gpu_fabric.config.base import SpecModel
+from gpu_fabric.config.base import SpecModel, field_problem
 from gpu_fabric.config.topology_agent import TopologyAgentSpec, topology_agent_input
 from gpu_fabric.config.taints import Taint, check_eks_taint_key
 from gpu_fabric.config.topology import KubeletTopology, bottlerocket_problems
@@ -187,59 +187,71 @@ class PoolSpec(SpecModel):
 
     @model_validator(mode="after")
     def _fabric_needs_interfaces(self) -> "PoolSpec":
+        # Each problem at the field it is about (pools[i].nodeCount), not at the pool.
+        def at(path: str, message: str, value: Any = None) -> ValidationError:
+            return field_problem(type(self).__name__, path, message, value)
+
         if self.fabric != "none" and self.interfaces_per_node == 0:
-            raise ValueError(f"a {self.fabric} pool needs interfacesPerNode of at least 1")
+            raise at("interfacesPerNode", f"a {self.fabric} pool needs interfacesPerNode of at least 1", 0)
         if self.fabric != "rdma" and self.partitioned_interfaces_per_node:
-            raise ValueError("partitionedInterfacesPerNode applies to rdma pools only")
+            raise at("partitionedInterfacesPerNode", "partitionedInterfacesPerNode applies to rdma pools only",
+                     self.partitioned_interfaces_per_node)
         if self.aws is not None and self.fabric != "efa":
-            raise ValueError(f"an aws node group provides EFA nodes; the pool's fabric is {self.fabric}")
+            raise at("fabric", f"an aws node group provides EFA nodes; the pool's fabric is {self.fabric}", self.fabric)
         scaling = self.aws.scaling if self.aws is not None else None
         if scaling is not None and self.node_count > scaling.max_size:
             # Standalone ClusterQueue quotas are nodeCount x per-node capacity: above maxSize they
             # promise nodes the node group never starts, and admitted workloads stay Pending.
             # (A Karpenter pool has no scaling: its NodePool's size is nodeCount itself.)
-            raise ValueError(f"nodeCount {self.node_count} is above aws.scaling.maxSize {scaling.max_size}: "
-                             "the node group never runs that many nodes; lower nodeCount or raise maxSize")
+            raise at("nodeCount", f"nodeCount {self.node_count} is above aws.scaling.maxSize {scaling.max_size}: "
+                                  "the node group never runs that many nodes; lower nodeCount or raise maxSize", self.node_count)
         if self.aws is not None and self.aws.ami_family == "bottlerocket":
             # The node group's Bottlerocket user data carries the topology (gpu_fabric.kube.topology).
             for field, problem in bottlerocket_problems(self.topology.policy_options, self.topology.cpu_manager_policy_options):
-                raise ValueError(f"topology.{field}: {problem} (aws.amiType {self.aws.ami_type}); "
-                                 "drop the option or use an AL2023 amiType")
+                raise at(f"topology.{field}", f"{problem} (aws.amiType {self.aws.ami_type}); drop the option or use an AL2023 amiType")
         if self.aws is not None:
             missing_group = cluster_security_group_problem(self.aws)
             if missing_group:
-                raise ValueError(f"aws.{missing_group}")
+                field, _, reason = missing_group.partition(": ")
+                raise at(f"aws.{field}", reason)
             # GpuFabric hands the pool's taints to its EKS node group, which refuses what EKS refuses.
             for j, taint in enumerate(self.taints):
                 try:
                     check_eks_taint_key(taint.key)
                 except ValueError as error:
-                    raise ValueError(f"taints[{j}]: {error}") from None
+                    raise at(f"taints[{j}].key", str(error), taint.key) from None
         if self.accelerators_per_node and self.resolved_accelerator_resource is None:
-            raise ValueError("acceleratorResource is required when the manufacturer has no default resource name")
+            raise at("acceleratorResource", "acceleratorResource is required when the manufacturer has no default resource name")
         self._dra_shape()
         return self
 
     def _dra_shape(self) -> None:
-        """What a ``dra`` pool needs before its claims can be planned (the rules over the cluster are elsewhere)."""
+        """What a ``dra`` pool needs before its claims can be planned (the rules over the cluster are elsewhere);
+        each problem is raised at its field."""
+        def at(path: str, message: str, value: Any = None) -> ValidationError:
+            return field_problem(type(self).__name__, path, message, value)
+
         if not self.uses_dra:
             if self.gpus_per_claim is not None:
-                raise ValueError("gpusPerClaim applies to deviceAllocation: dra pools only")
+                raise at("gpusPerClaim", "gpusPerClaim applies to deviceAllocation: dra pools only", self.gpus_per_claim)
             return
         if self.fabric != "efa":
             # The claims pair GPUs with the EFA devices DRANET publishes.
-            raise ValueError("deviceAllocation: dra pairs GPUs with EFA devices: the pool needs fabric: efa")
+            raise at("fabric", "deviceAllocation: dra pairs GPUs with EFA devices: the pool needs fabric: efa", self.fabric)
         if len(claim_template_name_of(self.name, MAX_ACCELERATORS_PER_NODE)) > 253:
-            raise ValueError("the pool name is too long for its ResourceClaimTemplates (<pool>-<n>gpu, at most 253 characters)")
+            raise at("name", "the pool name is too long for its ResourceClaimTemplates (<pool>-<n>gpu, at most 253 "
+                     "characters)", self.name)
         if self.resolved_manufacturer != "nvidia" or not self.accelerators_per_node:
-            raise ValueError("deviceAllocation: dra allocates NVIDIA GPUs (DeviceClass gpu.nvidia.com of NVIDIA's DRA "
-                             "driver): the pool needs manufacturer nvidia and acceleratorsPerNode of at least 1")
+            field = "manufacturer" if self.resolved_manufacturer != "nvidia" else "acceleratorsPerNode"
+            raise at(field, "deviceAllocation: dra allocates NVIDIA GPUs (DeviceClass gpu.nvidia.com of NVIDIA's DRA "
+                     "driver): the pool needs manufacturer nvidia and acceleratorsPerNode of at least 1")
         for j, count in enumerate(self.gpus_per_claim or []):
             if isinstance(count, bool) or not 1 <= count <= self.accelerators_per_node:
-                raise ValueError(f"gpusPerClaim[{j}]: {count} GPUs do not fit one node of the pool "
-                                 f"(1 to acceleratorsPerNode {self.accelerators_per_node})")
+                raise at(f"gpusPerClaim[{j}]", f"{count} GPUs do not fit one node of the pool "
+                         f"(1 to acceleratorsPerNode {self.accelerators_per_node})", count)
         if self.gpus_per_claim is not None and len(set(self.gpus_per_claim)) != len(self.gpus_per_claim):
-            raise ValueError("gpusPerClaim lists a GPU count twice; each count is one ResourceClaimTemplate")
+            raise at("gpusPerClaim", "gpusPerClaim lists a GPU count twice; each count is one ResourceClaimTemplate",
+                     self.gpus_per_claim)
 
     @property
     def dra_instance_types(self) -> list[str]:

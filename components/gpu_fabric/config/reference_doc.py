@@ -12,7 +12,7 @@ import json
 from typing import Any, Iterable
 
 from gpu_fabric.config.fabric import CONFIG_NAMESPACE
-from gpu_fabric.config.json_schema import SECURE_VALUE, configuration_schema
+from gpu_fabric.config.json_schema import SECURE_VALUE, configuration_schema, required_fields
 
 HEADER = """# Configuration reference
 
@@ -34,7 +34,10 @@ config:
       nodeCount: 2
 ```
 
-Field names are camelCase; an unknown key is refused with the closest known one. `gpu-fabric schema`
+Field names are camelCase; inside a key's value each field's snake_case name (the spelling of the
+components' Python arguments, `nodeCount` as `node_count`) is accepted too, by `render` and the schema
+alike (which marks it deprecated), but not both spellings at once. An unknown key is refused with the
+closest known one. `gpu-fabric schema`
 prints this reference as a JSON Schema (draft 2020-12) for editors (see [editor completion](cli.md#schema-editor-completion)).
 The schema decides each value's shape; `gpu-fabric render` and `pulumi preview` also
 check what a schema cannot: name and quantity syntax, references between objects, capacities, the
@@ -133,6 +136,8 @@ def _places(schema: dict[str, Any]) -> dict[str, list[str]]:
     while queue:
         prefix, model = queue.pop(0)
         for field, node in model.get("properties", {}).items():
+            if node.get("deprecated"):
+                continue  # a field's Python name: the documented spelling is its camelCase one
             path = f"{prefix}.{field}" if prefix else field
             for suffix, name in _children(node):
                 first = name not in places
@@ -145,9 +150,11 @@ def _places(schema: dict[str, Any]) -> dict[str, list[str]]:
 
 
 def _field_table(model: dict[str, Any], titles: dict[str, str], *, key_prefix: str = "") -> list[str]:
-    required = set(model.get("required", []))
+    required = required_fields(model)
     rows = ["| field | type | default | description |", "|---|---|---|---|"]
     for field, node in model.get("properties", {}).items():
+        if node.get("deprecated"):
+            continue
         rows.append(f"| `{key_prefix}{field}` | {_cell(type_text(node, titles))} | "
                     f"{_cell(_default_text(field, node, required))} | {_cell(node.get('description', ''))} |")
     return rows

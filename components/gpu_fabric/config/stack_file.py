@@ -20,6 +20,7 @@ from typing import Any, Iterable
 import yaml
 
 from gpu_fabric.config.base import format_path
+from gpu_fabric.config.secrets import STACK_FILE_ADVICE, plaintext_credentials
 
 # A stack file is a few hundred nodes; anchors that add more than this many values beyond the ones
 # written out are an alias bomb. (A long file without aliases -- a ``kind: List`` that ``kubectl get
@@ -315,7 +316,26 @@ def read_stack_file(path: Path | str, namespace: str) -> dict[str, Any]:
                             f"so gpu-fabric would never read it (write {namespace}:{name})")
     if problems:
         raise StackFileError(path, problems)
+    problems = credential_problems(config, namespace)
+    if problems:
+        raise StackFileError(path, problems)
     return dict(config)
+
+
+def credential_problems(config: dict[str, Any], namespace: str) -> list[str]:
+    """A line per credential the ``namespace:*`` values hold in plain text, with how to write it instead.
+
+    The stack file is committed and read by everyone who reads the repository, and a render writes
+    what it holds to ``out/``; a token there is published. Neither the value nor its kind is quoted
+    beyond "a Hugging Face token" (:func:`gpu_fabric.config.secrets.credential_reason`).
+    """
+    prefix = f"{namespace}:"
+    lines = []
+    for key, value in config.items():
+        if isinstance(key, str) and key.startswith(prefix):
+            for where, reason in plaintext_credentials(value, key):
+                lines.append(f"{where}: {reason}; {STACK_FILE_ADVICE.format(path=where)}")
+    return lines
 
 
 def _kind(value: Any) -> str:

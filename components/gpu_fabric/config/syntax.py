@@ -144,6 +144,20 @@ def region_of_zone(zone: str) -> str:
     return match.group("region")
 
 
+# pulumi/pulumi sdk/go/common/tokens/names.go, ValidateProjectName: "project names may only contain
+# alphanumerics, hyphens, underscores, and periods", at most 100 characters. A project name is the
+# second part of every URN (urn:pulumi:<stack>::<project>::...): a "::" in it makes URNs Pulumi refuses.
+PULUMI_PROJECT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}\Z", re.ASCII)
+
+
+def pulumi_project_name(value: str) -> str:
+    """A Pulumi project name (``Pulumi.yaml`` ``name``): letters, digits, ``-``, ``_``, ``.``; at most 100."""
+    if not PULUMI_PROJECT_NAME.match(value):
+        raise ValueError(f"{value!r} is not a Pulumi project name: Pulumi takes only letters, digits, '-', '_' and '.' "
+                         "(at most 100), and the name is part of every URN")
+    return value
+
+
 def region(value: str) -> str:
     """An AWS region name such as ``us-east-1``."""
     if not REGION.fullmatch(value):

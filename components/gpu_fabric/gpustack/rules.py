@@ -9,7 +9,7 @@ of :data:`gpu_fabric.gpustack.operator_pin.SOURCE_FILES`.
 
 from __future__ import annotations
 
-from gpu_fabric.findings import Refusal, Rule
+from gpu_fabric.findings import Enforcement, Refusal, Rule
 
 POLICY = "gpustack-transfer-path-consistency"
 OPERATOR = "gpustack/gpustack-operator"
@@ -22,6 +22,12 @@ def _operator_rule(rule_id: str, summary: str, path: str) -> Rule:
 GPUSTACK_OPERATOR_VERSION = Rule(
     "gpustack-operator-version", "the stack names one GPUStack operator version gpu-fabric mirrors (one per cluster)",
     "https://github.com/gpustack/gpustack-operator/releases", policy=POLICY, refusal=Refusal.INPUT)
+STAND_IN_POLICY = "gpustack-operator-unverified"
+GPUSTACK_OPERATOR_STAND_IN = Rule(
+    "gpustack-operator-unverified",
+    "a GPUStack operator newer than every mirrored line, decided under the newest line's rules on request "
+    "(<version>+as-<line>), is a warning on every render, check, lint and preview",
+    "docs/gpustack-api-version.md", policy=STAND_IN_POLICY, enforcement=Enforcement.ADVISORY)
 GPUSTACK_CRD_SCHEMA = _operator_rule(
     "gpustack-crd-schema", "every worker.gpustack.ai object matches the operator's CRD schema, nothing pruned",
     "api/worker/v1alpha1/zz_generated.crds.go")
@@ -48,4 +54,4 @@ ADMISSION_RULES: dict[str, Rule] = {
 }
 """Kind -> the webhook rule that admits it."""
 
-RULES: tuple[Rule, ...] = (GPUSTACK_OPERATOR_VERSION, GPUSTACK_CRD_SCHEMA, *ADMISSION_RULES.values())
+RULES: tuple[Rule, ...] = (GPUSTACK_OPERATOR_VERSION, GPUSTACK_OPERATOR_STAND_IN, GPUSTACK_CRD_SCHEMA, *ADMISSION_RULES.values())

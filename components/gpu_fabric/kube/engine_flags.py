@@ -1,7 +1,7 @@
 """What an inference engine's command line and environment say about its KV-cache transfer (pure, data-driven).
 
-A container's ``command`` + ``args`` (or the script of a ``sh -c`` / ``bash -lc`` wrapper) and its
-``env`` are read into one :class:`EngineSettings`: the KV connector, the NIXL backends and every
+A container's ``command`` + ``args`` (or the script of a ``sh -c`` / ``bash -lc`` wrapper, seen
+through ``tini --``, ``dumb-init``, ``exec`` and ``env -u X NAME=value`` in front) and its ``env`` are read into one :class:`EngineSettings`: the KV connector, the NIXL backends and every
 environment variable, each with the manifest path it came from, so a rule can name the field.
 
 The flags are a table (:data:`FLAGS`), not code: each row says which flag, how its value is spelt,
@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 NIXL_CONNECTOR = "NixlConnector"
 NIXL_DEFAULT_BACKENDS = ("UCX",)
@@ -132,30 +133,163 @@ class EngineSettings:
 # ---------------------------------------------------------------------------------------------
 
 
-def _words(container: Mapping[str, Any], path: str) -> list[tuple[str, str]]:
-    """``(word, path)`` for every word of the container's command line, shell scripts split as the shell would."""
+WRAPPERS: Mapping[str, frozenset[str]] = {
+    # krallin/tini src/tini.c (getopt "+p:hvwgle:s"): -p SIGNAL and -e EXIT_CODE take a value; "--" or
+    # the first word that is no option starts the program.
+    "tini": frozenset({"-p", "-e"}),
+    "tini-static": frozenset({"-p", "-e"}),
+    "docker-init": frozenset({"-p", "-e"}),
+    # Yelp/dumb-init dumb-init.c (getopt_long "+hvVcr:"): -r/--rewrite s:r takes a value.
+    "dumb-init": frozenset({"-r", "--rewrite"}),
+    # POSIX sh `exec [-cl] [-a name] command` (bash builtin) and coreutils nohup: the rest is the command.
+    "exec": frozenset({"-a"}),
+    "nohup": frozenset(),
+}
+"""Programs (by file name) that run the command after their own options, which take values as listed."""
+
+ENV_VALUE_OPTIONS = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
+"""coreutils ``env`` options that take a value (``env --help``); ``-u NAME`` removes NAME, ``-S`` splits its string."""
+
+MAX_SCRIPT_NESTING = 8
+"""Shell scripts inside shell scripts read this deep; deeper ones are read as plain words."""
+
+_WORD, _SEPARATOR, _ASSIGN, _UNSET, _CLEAR, _SCRIPT_END = range(6)
+"""Kinds of the words :func:`_command_words` yields: a word of a command, a separator, ``NAME=value``
+(environment), ``env -u NAME``, ``env -i`` (an empty environment), and the end of a ``-c`` script."""
+
+
+def _container_words(container: Mapping[str, Any], path: str) -> list[tuple[str, str]]:
+    """``(word, path)`` for every word of the container's ``command`` then ``args``."""
     words: list[tuple[str, str]] = []
     for key in ("command", "args"):
         value = container.get(key)
         if isinstance(value, list):
             words.extend((str(item), f"{path}.{key}[{i}]") for i, item in enumerate(value) if isinstance(item, (str, int, float)))
-    programs = [word.rsplit("/", 1)[-1] for word, _ in words[:2]]
-    if programs[:1] == ["env"]:
-        programs = programs[1:]  # /usr/bin/env bash -c ...
-    if programs and programs[0] in SHELLS:
-        expanded: list[tuple[str, str]] = []
-        script_follows = False
-        for word, where in words:
-            if script_follows:
-                # The script starts a command of its own (its leading NAME=value words are environment).
-                expanded.append((";", where))
-                expanded.extend((token, where) for token in _split_script(word))
-                script_follows = False
-                continue
-            expanded.append((word, where))
-            script_follows = word.startswith("-") and "c" in word[1:] and not word.startswith("--")
-        return expanded
     return words
+
+
+def _command_words(words: list[tuple[str, str]]) -> list[tuple[int, str, str]]:
+    """``(kind, word, path)`` of a command line as the engine process receives it.
+
+    Wrappers in front of a command (``tini --``, ``dumb-init``, ``exec``, ``env -u X NAME=value``)
+    are seen through: their options are dropped, ``env``'s assignments become environment and its
+    ``-u``/``-i`` remove it. A shell's ``-c`` script (``sh -c``, ``bash -lc``, also behind a wrapper)
+    is split as the shell would and read as commands of its own; its own ``NAME=value`` prefixes
+    are environment. Every word is handled once (scripts are pushed in front of the queue), so a
+    command line of any length is read in linear time.
+    """
+    queue: deque[tuple[int, str, str]] = deque((_WORD, word, where) for word, where in words)
+    out: list[tuple[int, str, str]] = []
+    at_command_start = True
+    nesting = 0
+
+    def push_front(tokens: list[str], where: str, end: tuple[int, str, str] | None = None) -> None:
+        if end is not None:
+            queue.appendleft(end)
+        queue.extendleft((_WORD, token, where) for token in reversed(tokens))
+
+    def take_options(valued: frozenset[str]) -> None:
+        # Drop a wrapper's own options; the first word that is no option is the wrapped program.
+        while queue and queue[0][0] == _WORD and queue[0][1].startswith("-") and queue[0][1] not in _SEPARATORS:
+            _, option, _ = queue.popleft()
+            if option == "--":
+                return
+            if option in valued and queue:
+                queue.popleft()
+
+    while queue:
+        kind, word, where = queue.popleft()
+        if kind == _SCRIPT_END:
+            # The words after a -c script are its $0, $1 ...: arguments ("$@"), no command of their own.
+            out.append((_SEPARATOR, ";", where))
+            nesting -= 1
+            at_command_start = False
+            continue
+        if word in _SEPARATORS:
+            out.append((_SEPARATOR, word, where))
+            at_command_start = True
+            continue
+        if not at_command_start:
+            out.append((_WORD, word, where))
+            continue
+        if word == "export":
+            continue
+        if _is_assignment(word):
+            out.append((_ASSIGN, word, where))
+            continue
+        program = word.rsplit("/", 1)[-1]
+        if program in WRAPPERS:
+            take_options(WRAPPERS[program])
+            continue
+        if program == "env":
+            _env_options(queue, out, push_front)
+            continue
+        out.append((_WORD, word, where))
+        at_command_start = False
+        if program in SHELLS:
+            script = _shell_script(queue, out)
+            if script is not None:
+                text, script_where = script
+                if nesting < MAX_SCRIPT_NESTING:
+                    nesting += 1
+                    out.append((_SEPARATOR, ";", script_where))
+                    push_front(_split_script(text), script_where, (_SCRIPT_END, "", script_where))
+                    at_command_start = True
+                else:
+                    out.append((_WORD, text, script_where))
+    return out
+
+
+def _env_options(queue: deque[tuple[int, str, str]], out: list[tuple[int, str, str]],
+                 push_front: Callable[[list[str], str], None]) -> None:
+    """Read ``env``'s options off ``queue``: ``-i``/``-`` empty the environment, ``-u NAME`` removes one."""
+    while queue and queue[0][0] == _WORD:
+        _, option, option_where = queue[0]
+        if option in _SEPARATORS or not option.startswith("-"):
+            return
+        queue.popleft()
+        if option == "--":
+            return
+        if option in ("-", "-i", "--ignore-environment"):
+            out.append((_CLEAR, option, option_where))
+            continue
+        name, equals, inline = option.partition("=")
+        if option.startswith("--") and not equals:
+            name, inline = option, ""
+        elif not option.startswith("--") and len(option) > 2 and option[:2] in ENV_VALUE_OPTIONS:
+            name, inline, equals = option[:2], option[2:], "="  # -uNAME
+        if name not in ENV_VALUE_OPTIONS:
+            continue  # -0, -v, --debug, --ignore-signal ...
+        if not equals:
+            if not queue or queue[0][0] != _WORD:
+                return
+            inline, option_where = queue.popleft()[1:]
+        if name in ("-u", "--unset"):
+            out.append((_UNSET, inline, option_where))
+        elif name in ("-S", "--split-string"):
+            # env -S 'A=b cmd --flag': the string's words come first, then the rest of the line.
+            push_front(_split_script(inline), option_where)
+
+
+def _shell_script(queue: deque[tuple[int, str, str]], out: list[tuple[int, str, str]]) -> tuple[str, str] | None:
+    """After a shell's name: pass its options to ``out`` and take its ``-c`` script off ``queue``, if any."""
+    wants_script = False
+    while queue and queue[0][0] == _WORD:
+        option = queue[0][1]
+        if option == "--":
+            queue.popleft()
+            break
+        if not option.startswith(("-", "+")) or option in ("-", "+") or option in _SEPARATORS:
+            break
+        out.append(queue.popleft())
+        if option in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") and queue and queue[0][0] == _WORD:
+            out.append(queue.popleft())  # the option's value (set -o pipefail, bash --rcfile FILE)
+        elif not option.startswith("--") and "c" in option[1:]:
+            wants_script = True
+    if wants_script and queue and queue[0][0] == _WORD:
+        _, text, where = queue.popleft()
+        return text, where
+    return None
 
 
 def _split_script(script: str) -> list[str]:
@@ -199,23 +333,25 @@ def _set_dotted(target: dict[str, Any], keys: Sequence[str], value: Any, append:
         node[last] = value
 
 
-def _read_flags(words: list[tuple[str, str]], settings: EngineSettings) -> None:
+def _read_flags(words: list[tuple[int, str, str]], settings: EngineSettings) -> None:
     index = 0
-    at_command_start = True
     while index < len(words):
-        word, where = words[index]
+        kind, word, where = words[index]
         index += 1
-        if word in _SEPARATORS:
-            at_command_start = True
-            continue
-        if at_command_start and word == "export":
-            continue
-        if at_command_start and _is_assignment(word):
+        if kind == _ASSIGN:
             name, _, value = word.partition("=")
             settings.env[name] = Setting(value, where)
+            settings.referenced_env.pop(name, None)
             continue
-        at_command_start = False
-        if not word.startswith("--"):
+        if kind == _UNSET:
+            settings.env.pop(word, None)
+            settings.referenced_env.pop(word, None)
+            continue
+        if kind == _CLEAR:
+            settings.env.clear()
+            settings.referenced_env.clear()
+            continue
+        if kind != _WORD or not word.startswith("--"):
             continue
         name, equals, inline = word.partition("=")
         for flag in FLAGS:
@@ -225,7 +361,7 @@ def _read_flags(words: list[tuple[str, str]], settings: EngineSettings) -> None:
                 break
 
 
-def _apply(flag: Flag, name: str, inline: str | None, words: list[tuple[str, str]], index: int, where: str,
+def _apply(flag: Flag, name: str, inline: str | None, words: list[tuple[int, str, str]], index: int, where: str,
            settings: EngineSettings) -> int | None:
     """Apply one flag row to ``name``; return how many following words it took, or ``None`` if it does not match."""
     # Read the following words in place: copying the rest of the command line for every flag made
@@ -234,8 +370,8 @@ def _apply(flag: Flag, name: str, inline: str | None, words: list[tuple[str, str
         if inline is not None:
             return inline, 0
         if index < len(words):
-            following = words[index][0]
-            if not following.startswith("--") and following not in _SEPARATORS:
+            kind, following, _ = words[index]
+            if kind == _WORD and not following.startswith("--"):
                 return following, 1
         return None, 0
 
@@ -284,8 +420,8 @@ def _apply(flag: Flag, name: str, inline: str | None, words: list[tuple[str, str
     used = 0
     if inline is None:
         for position in range(index, len(words)):
-            word = words[position][0]
-            if word.startswith("-") or word in _SEPARATORS:
+            kind, word, _ = words[position]
+            if kind != _WORD or word.startswith("-"):
                 break
             values.append(word)
             used += 1
@@ -318,6 +454,6 @@ def read_container(container: Mapping[str, Any], path: str) -> EngineSettings:
     """
     settings = EngineSettings()
     _read_env(container, path, settings)
-    _read_flags(_words(container, path), settings)
+    _read_flags(_command_words(_container_words(container, path)), settings)
     return settings
 

@@ -7,7 +7,8 @@ finds the pools each pod template lands on -- ``nodeSelector``, required node af
 tolerations, with :func:`gpu_fabric.kube.coverage.pod_schedules_on`, the matching device-plugin
 coverage uses -- and applies :data:`RULES` per container and fabric pool.
 
-A template that lands on no pool of the stack is reported as *not judged* (never passed silently);
+A credential in plain text in a template (:func:`credential_findings`) is refused whichever pool it
+lands on. A template that lands on no pool of the stack is reported as *not judged* (never passed silently);
 one that lands only on pools without a fabric has nothing to judge. Shapes Kubernetes would refuse
 (a ``containers`` that is not a list, a ``nodeSelector`` value that is not a string) are
 :class:`WorkloadShapeError`, naming the path.
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from gpu_fabric.config import constants
+from gpu_fabric.config.secrets import MANIFEST_ADVICE, plaintext_credentials
 from gpu_fabric.config.shapes import is_unknown
 from gpu_fabric.findings import Enforcement, Finding, ObjectRef, Rule, Severity
 from gpu_fabric.kube.coverage import PoolPlacement, pod_schedules_on
@@ -178,6 +180,22 @@ NIXL_NCCL_DEAD_CONFIG = _workload_rule(
 NIXL_SIDE_CHANNEL_HOST = _workload_rule(
     "nixl-side-channel-host", "VLLM_NIXL_SIDE_CHANNEL_HOST is set to an address peers on other nodes reach",
     "https://docs.vllm.ai/en/latest/features/nixl_connector_usage.html", advisory=True)
+
+PLAINTEXT_CREDENTIAL = _workload_rule(
+    "plaintext-credential", "no credential in plain text in a pod template's env, command or args (a token, key or password "
+    "belongs in a Kubernetes Secret, read with valueFrom.secretKeyRef)",
+    "https://kubernetes.io/docs/concepts/configuration/secret/#using-secrets-as-environment-variables")
+
+
+def credential_findings(ref: ObjectRef, pod_path: str, pod_spec: Mapping[str, Any]) -> list[Finding]:
+    """A finding per credential a pod template holds in plain text, on whichever pool it lands.
+
+    Anyone who can read the manifest (its repository, ``kubectl get -o yaml``, the Pulumi state) reads
+    the credential; a Secret keeps it apart, under its own access rules. The message names the field
+    and never quotes the value (:func:`gpu_fabric.config.secrets.credential_reason`).
+    """
+    return [Finding.of(PLAINTEXT_CREDENTIAL, where, f"{reason}; {MANIFEST_ADVICE}", subject=ref)
+            for where, reason in plaintext_credentials(pod_spec, pod_path)]
 
 
 def _unadvertised_keys(view: ContainerView) -> Iterable[Finding]:
@@ -401,7 +419,8 @@ def object_ref(obj: Mapping[str, Any]) -> ObjectRef:
 def pool_finding_line(finding: Finding) -> str:
     """``Kind namespace/name path (pool P): message [rule]``: how the pack and ``lint --stack`` print a
     finding on an object judged per pool."""
-    return f"{finding.subject} {finding.path} (pool {finding.pool}): {finding.message} [{finding.rule_id}]"
+    pool = f" (pool {finding.pool})" if finding.pool is not None else ""
+    return f"{finding.subject} {finding.path}{pool}: {finding.message} [{finding.rule_id}]"
 
 
 @dataclass
@@ -489,6 +508,7 @@ def judge_workloads(objects: Iterable[Mapping[str, Any]], pools: Sequence[Fabric
             report.device_plugins += 1
             continue
         for pod_path, pod_spec in templates:
+            report.findings.extend(credential_findings(ref, pod_path, pod_spec))
             landing, refusals = landing_pools(pod_spec, pools)
             if not landing:
                 report.not_judged.append((str(ref), pod_path, "lands on no pool of the stack (" + "; ".join(refusals) + ")"

@@ -46,7 +46,7 @@ from gpu_fabric.policies.topology import (
     fabric_pool_topology_alignment,
     fabric_pool_topology_delivered,
 )
-from gpu_fabric.policies.transfer_paths import transfer_path_consistency
+from gpu_fabric.policies.transfer_paths import gpustack_operator_unverified, transfer_path_consistency
 from gpu_fabric.policies.workloads import fabric_workloads, fabric_workloads_advisory
 
 ALL_POLICIES: list[Policy] = [
@@ -79,6 +79,7 @@ ALL_POLICIES: list[Policy] = [
     fabric_workloads_advisory,
     dra_device_claims,
     finite_numbers,
+    gpustack_operator_unverified,
 ]
 """Every policy, in the order the pack lists them. Each reports the findings of the rules it adapts; a
 finding that rests on a value unknown at preview is withheld (:func:`gpu_fabric.policies.reporting.report_finding`)."""
@@ -121,6 +122,7 @@ __all__ = [
     "fabric_pool_topology",
     "fabric_workloads",
     "fabric_workloads_advisory",
+    "gpustack_operator_unverified",
     "fabric_pool_topology_alignment",
     "fabric_pool_topology_delivered",
     "finite_numbers",

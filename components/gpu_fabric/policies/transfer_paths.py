@@ -23,7 +23,7 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 
 from gpu_fabric.config.shapes import as_mapping, is_unknown, known_str, unknown_paths
 from gpu_fabric.findings import Finding, ObjectRef
-from gpu_fabric.gpustack.profiles import Profile, UnknownOperatorVersion, default_profile, profile_for
+from gpu_fabric.gpustack.profiles import Profile, UnknownOperatorVersion, default_profile, profile_for, stand_in_findings
 from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP, analyze
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, Resource
@@ -185,5 +185,30 @@ transfer_path_consistency = StackValidationPolicy(
         "Prefill/Decode roles, the vLLM engine and kvTransfer.protocol RDMA/EFA. Otherwise drop "
         "roles[].resources.interface. Make sure the KVCachePoolBinding (same namespace), KVCachePool "
         "and KVCacheBackend it names are in the stack, and that member groups agree on one protocol."
+    ),
+)
+
+
+def _validate_stand_in(args: StackValidationArgs, report_violation: Any) -> None:
+    profile, _ = stack_operator(stack_resources(args))
+    for finding in stand_in_findings(profile) if profile is not None else []:
+        report_finding(report_violation, finding, f"{finding.path}: {finding.message}")
+
+
+gpustack_operator_unverified = StackValidationPolicy(
+    name="gpustack-operator-unverified",
+    display_name="The GPUStack operator is a line gpu-fabric mirrors",
+    description=(
+        "A stack whose gpustackOperator is a release newer than every mirrored line, decided under the newest "
+        "line's rules because the stack asked for it (0.12.0+as-0.11): nothing is verified for that release."
+    ),
+    validate=_validate_stand_in,
+    enforcement_level=EnforcementLevel.ADVISORY,
+    severity=Severity.LOW,
+    tags=["gpustack", "operator"],
+    remediation_steps=(
+        "Check the release notes of the operator you run against the newest mirrored line, and let a preview against "
+        "the cluster run its admission; drop the +as-<line> suffix once gpu-fabric mirrors that line "
+        "(docs/gpustack-api-version.md)."
     ),
 )

@@ -134,6 +134,26 @@ def _unknown_keys(args: Mapping[str, Any], args_type: type) -> list[tuple[str, s
     return problems
 
 
+def _without_secret(text: str, secret: Any) -> str:
+    """``text`` with every string of the secret ``secret`` (a value, or the strings in a list or mapping) as
+    ``[secret]``: validators quote the value they refuse, and a refusal is printed and recorded."""
+    found: list[str] = []
+    pending = [secret]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str) and value:
+            found.append(value)
+        elif isinstance(value, Mapping):
+            pending.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.append(str(value))
+    for value in sorted(found, key=len, reverse=True):
+        text = text.replace(value, "[secret]")
+    return text
+
+
 class DeferredInputs:
     """The arguments of one component with every ``Output`` replaced by a marker.
 
@@ -243,18 +263,29 @@ class DeferredInputs:
         ``ConfigError`` (or ``ValueError``) on a problem.
         """
         for marker, (path, output) in self._deferred.items():
-            self._checked[marker] = output.apply(self._checker(marker, path, validate))
+            # Whether the Output is a secret travels beside its value: a refusal must not quote a secret.
+            secret: pulumi.Output[bool] = pulumi.Output.from_input(output.is_secret())  # type: ignore[arg-type]
+            checker = self._checker(marker, path, validate)
 
-    def _checker(self, marker: str, path: Path, validate: Callable[[dict[str, Any]], object]) -> Callable[[Any], Any]:
-        def check(resolved: Any) -> Any:
+            def check_pair(pair: list[Any], check: Callable[[Any, bool], Any] = checker) -> Any:
+                return check(pair[0], bool(pair[1]))
+
+            self._checked[marker] = pulumi.Output.all(output, secret).apply(check_pair)
+
+    def _checker(self, marker: str, path: Path, validate: Callable[[dict[str, Any]], object]) -> Callable[[Any, bool], Any]:
+        def check(resolved: Any, secret: bool) -> Any:
             if resolved is None:
                 raise InvalidInputError([(_display(path), "resolved to no value")], self.component)
             try:
                 validate(self.substitute(marker, resolved))
             except ConfigError as error:
-                raise InvalidInputError(error.problems, self.component) from None
+                problems: list[Problem] = list(error.problems)
+                if secret:
+                    problems = [(where, _without_secret(reason, resolved)) for where, reason in error.pairs]
+                raise InvalidInputError(problems, self.component) from None
             except ValueError as error:
-                raise InvalidInputError([(_display(path), str(error))], self.component) from None
+                reason = _without_secret(str(error), resolved) if secret else str(error)
+                raise InvalidInputError([(_display(path), reason)], self.component) from None
             return resolved
 
         return check

@@ -80,7 +80,7 @@ class KVCache(pulumi.ComponentResource):
         objects = inputs.validate(KVCacheObjects)
         inputs.check_on_resolve(KVCacheObjects)
         # The operator version rides on the component's inputs: the policy pack reads it at preview.
-        registered_inputs = {"gpustackOperator": objects.operator.assumed}
+        registered_inputs = {"gpustackOperator": objects.operator.as_written}
         super().__init__("gpu-fabric:index:KVCache", name, registered_inputs, opts)
 
         self.backends: dict[str, pulumi.CustomResource] = {

@@ -90,7 +90,7 @@ class ModelDeployment(pulumi.ComponentResource):
         deployment, manifest, report = inputs.validate(admit_model_deployment, default_path="deployment")
         inputs.check_on_resolve(admit_model_deployment)
         # The operator version rides on the component's inputs: the policy pack reads it at preview.
-        registered_inputs = {"gpustackOperator": operator_profile(inputs.values, "ModelDeployment").assumed}
+        registered_inputs = {"gpustackOperator": operator_profile(inputs.values, "ModelDeployment").as_written}
         super().__init__("gpu-fabric:index:ModelDeployment", name, registered_inputs, opts)
 
         resource = register_manifest(f"{name}-deployment", inputs.restore(manifest), child_options(self))

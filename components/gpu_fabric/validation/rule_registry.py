@@ -18,7 +18,7 @@ from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.findings import Enforcement, Rule
 from gpu_fabric.gpustack import device_manager_access, privilege_rules, rules as gpustack_rules, schema
 from gpu_fabric.gpustack.admission import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding, model_deployment
-from gpu_fabric.gpustack.profiles import profile_for
+from gpu_fabric.gpustack.profiles import profile_for, stand_in_findings
 from gpu_fabric.kube import (
     advertisers,
     coverage,
@@ -90,6 +90,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (fabric_plan.TOPOLOGY_AGENT_SCOPE, fabric_plan.topology_agent_problems),
     # The GPUStack operator's API server and webhooks.
     (gpustack_rules.GPUSTACK_OPERATOR_VERSION, profile_for),
+    (gpustack_rules.GPUSTACK_OPERATOR_STAND_IN, stand_in_findings),
     (gpustack_rules.GPUSTACK_CRD_SCHEMA, schema.validate_object),
     (gpustack_rules.MODEL_DEPLOYMENT_ADMISSION, model_deployment.deployment_findings),
     (gpustack_rules.KV_CACHE_BACKEND_ADMISSION, kv_cache_backend.backend_findings),
@@ -143,6 +144,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (dra_rules.DRA_KUEUE_REQUEST_MODE, dra_rules.kueue_request_mode_findings),
     (dra_rules.DRA_KUEUE_DEVICE_CLASS_MAPPED, dra_rules.kueue_device_class_findings),
     (dra_rules.DRA_CLAIM_TEMPLATE_RENDERED, dra_rules.template_reference_findings),
+    (workloads.PLAINTEXT_CREDENTIAL, workloads.credential_findings),
 )
 """Every rule, grouped by domain."""
 

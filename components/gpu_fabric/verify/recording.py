@@ -2,7 +2,8 @@
 
 A recording is a folder with ``recording.json`` (an index of ``GET <path>`` -> status and body file)
 and one body file per response, so a team can attach a cluster's state to an issue and CI can replay
-it. A Secret's values and the server URL's credentials are never kept. Every file is read and
+it. A Secret's values, credentials in plain text in any object and the server URL's credentials are
+never kept. Every file is read and
 written through the folder's handle (:mod:`gpu_fabric.config.safe_files`): a link, folder or FIFO
 where a recording file belongs is refused, never followed.
 """
@@ -17,30 +18,77 @@ from pathlib import Path
 from typing import Optional
 
 from gpu_fabric.config.safe_files import Folder, UnsafeFileError
+from gpu_fabric.config.secrets import ARGUMENT_LIST_KEYS, ENV_LIST_KEYS, argument_reason, credential_reason, token_in
 from gpu_fabric.verify.api import Limits, RecordingError, Response, Transport, first_line, public_url
 
 RECORDING_INDEX = "recording.json"
 RECORDING_FORMAT = "gpu-fabric-verify-recording/v1"
 
 
+REDACTED = "[redacted]"
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
 def redact_secret(body: bytes) -> bytes:
-    """A ``Secret`` body with every value replaced by ``[redacted]``; any other body unchanged.
+    """A response body with every secret value replaced by ``[redacted]``; a body without one unchanged.
 
     A recording is made to be attached to issues; whether a Secret exists is all ``verify`` needs.
+    Redacted wherever they are in the body (an object, or the items of a list): a ``Secret``'s
+    ``data`` and ``stringData`` and its last-applied annotation; and in any object, an environment
+    variable or command-line word holding a credential in plain text
+    (:func:`gpu_fabric.config.secrets.credential_reason`), also inside a last-applied annotation.
     """
     try:
         document = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return body
-    if not isinstance(document, dict) or document.get("kind") != "Secret":
-        return body
-    for key in ("data", "stringData"):
-        if isinstance(document.get(key), dict):
-            document[key] = {name: "[redacted]" for name in document[key]}
-    annotations = (document.get("metadata") or {}).get("annotations")
-    if isinstance(annotations, dict) and "kubectl.kubernetes.io/last-applied-configuration" in annotations:
-        annotations["kubectl.kubernetes.io/last-applied-configuration"] = "[redacted]"
-    return json.dumps(document, sort_keys=True).encode()
+    return json.dumps(document, sort_keys=True).encode() if _redact(document) else body
+
+
+def _redact(document: object) -> bool:
+    """Redact ``document`` in place (iteratively: a server's deep nesting cannot exhaust the stack); True if anything was."""
+    changed = False
+    pending: list[tuple[object, str]] = [(document, "")]
+    while pending:
+        node, key = pending.pop()
+        if isinstance(node, dict):
+            if node.get("kind") == "Secret":
+                for field in ("data", "stringData"):
+                    if isinstance(node.get(field), dict) and node[field]:
+                        node[field] = {name: REDACTED for name in node[field]}
+                        changed = True
+            metadata = node.get("metadata")
+            annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+            if isinstance(annotations, dict) and isinstance(annotations.get(_LAST_APPLIED), str):
+                redacted = _redacted_last_applied(annotations[_LAST_APPLIED], node.get("kind") == "Secret")
+                if redacted != annotations[_LAST_APPLIED]:
+                    annotations[_LAST_APPLIED] = redacted
+                    changed = True
+            pending.extend((item, str(name)) for name, item in node.items())
+        elif isinstance(node, list):
+            folded = key.lower()
+            for index, item in enumerate(node):
+                if folded in ENV_LIST_KEYS and isinstance(item, dict) and isinstance(item.get("name"), str):
+                    if credential_reason(item["name"], item.get("value")) is not None:
+                        item["value"] = REDACTED
+                        changed = True
+                elif folded in ARGUMENT_LIST_KEYS and isinstance(item, str):
+                    if argument_reason(item) is not None:
+                        node[index] = REDACTED
+                        changed = True
+                else:
+                    pending.append((item, ""))
+    return changed
+
+
+def _redacted_last_applied(text: str, of_secret: bool) -> str:
+    if of_secret:
+        return REDACTED
+    try:
+        applied = json.loads(text)
+    except (ValueError, RecursionError):
+        return REDACTED if token_in(text) is not None else text
+    return json.dumps(applied, sort_keys=True) if _redact(applied) else text
 
 
 def _body_file(path: str) -> str:

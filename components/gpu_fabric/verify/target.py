@@ -28,6 +28,18 @@ def ambient_kubeconfig() -> Optional[str]:
     return os.pathsep.join(existing) if existing else None
 
 
+def _no_kubeconfig_reason() -> str:
+    """Why no ambient kubeconfig was found, naming what was looked at: the files ``$KUBECONFIG`` names, or
+    ``~/.kube/config`` when it is unset (kubectl reads no default file when ``$KUBECONFIG`` is set)."""
+    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if not listed:
+        return "no kubeconfig: $KUBECONFIG is unset and ~/.kube/config does not exist (pass --kubeconfig FILE)"
+    if len(listed) == 1:
+        return f"no kubeconfig: {listed[0]}, the file $KUBECONFIG names, does not exist (pass --kubeconfig FILE)"
+    return (f"no kubeconfig: none of the files $KUBECONFIG names exists ({', '.join(listed)}) "
+            "(pass --kubeconfig FILE)")
+
+
 def _configuration(workers: int) -> Any:
     from kubernetes import client
 
@@ -49,8 +61,7 @@ def _from_kubeconfig(path: Optional[str], context: Optional[str], workers: int) 
             if context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
                 kube_config.load_incluster_config(client_configuration=configuration)
                 return configuration, "in-cluster service account"
-            raise ClusterUnavailable("no kubeconfig: $KUBECONFIG is unset and ~/.kube/config does not exist "
-                                     "(pass --kubeconfig FILE)")
+            raise ClusterUnavailable(_no_kubeconfig_reason())
         if path is not None and not Path(path).expanduser().is_file():
             raise ClusterUnavailable(f"--kubeconfig {path}: no such file")
         kube_config.load_kube_config(config_file=source, context=context, client_configuration=configuration,

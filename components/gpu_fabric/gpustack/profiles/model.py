@@ -77,15 +77,37 @@ class Profile:
     """The line's docs root (``https://docs.gpustack.ai/gpustack-operator/v0.10.0/``), or ``""``."""
     version: str = ""
     """The version the user named (``0.10.3``); ``""`` until :meth:`for_version` sets it."""
+    stand_in: bool = False
+    """True when :attr:`version` is newer than every mirrored line and this line's rules stand in for it,
+    because the user asked for that explicitly (``0.12.0+as-0.11``); every render warns (:meth:`stand_in_warning`)."""
 
     @property
     def assumed(self) -> str:
         """The version decisions are made for: what the user named, else the line's newest documented release."""
         return self.version or (self.releases[-1] if self.releases else self.line)
 
+    @property
+    def as_written(self) -> str:
+        """The version as a setting names it (``0.12.0+as-0.11`` for a stand-in): what components pass on, so
+        the pack reads the same choice back."""
+        return f"{self.version}+as-{self.line}" if self.stand_in else self.assumed
+
     def for_version(self, version: str) -> "Profile":
         """This profile, remembering the exact version the user named (messages quote it)."""
         return replace(self, version=version)
+
+    def standing_in_for(self, version: str) -> "Profile":
+        """This (the newest) line's rules for ``version``, an operator release newer than every mirrored line."""
+        return replace(self, version=version, stand_in=True)
+
+    def stand_in_warning(self) -> str | None:
+        """The warning every render, check and lint prints while this line stands in for a newer release."""
+        if not self.stand_in:
+            return None
+        return (f"GPUStack operator {self.version} is newer than every line gpu-fabric mirrors: its objects are decided "
+                f"under the {self.line} line's schema and rules ({self.releases[-1] if self.releases else self.line}), which "
+                f"{self.version} may have changed; nothing here is verified for {self.version} (check its release notes, "
+                f"and let pulumi preview against the cluster run the operator's own admission)")
 
     def hint(self, kind: str, path: str) -> FieldNote | None:
         """What to write instead of ``kind``'s ``path`` (indices removed) when this line lacks it."""
@@ -100,3 +122,14 @@ class Profile:
         releases = ", ".join(self.releases) if self.releases else "no release"
         where = self.docs or (self.sources[0].where if self.sources else "")
         return f"{self.line} ({releases}): {self.summary}; read at {where} ({len(self.sources)} sources)"
+
+    def provenance(self, pin: str) -> tuple[str, str]:
+        """``(from operator code, from docs)``: what of this line is mirrored from the operator's Go source
+        (at the pinned commits, ``pin``) and what is gpu-fabric's reading of the line's docs."""
+        docs_sources = [source for source in self.sources if source.where.startswith("http")]
+        if self.schema_basis == "transcribed":
+            return (f"everything: CRD schemas, admission rules and the operator's messages, read from its Go source at {pin}",
+                    "nothing")
+        return (f"the base: the CRD schemas, admission rules and messages of {pin}",
+                f"this line's differences (schema changes, {self.pool_field}, the engine rule, field notes) from "
+                f"{len(docs_sources)} docs pages of {', '.join(self.releases)}; no released CRD or webhook code was read")
