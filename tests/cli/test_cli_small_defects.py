@@ -45,6 +45,18 @@ def test_a_project_name_pulumi_refuses_is_refused_naming_the_field(tmp_path, nam
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("name", ["team::gpu", "team gpu"])
+def test_the_library_reads_no_project_pulumi_refuses(tmp_path, name):
+    """render_stack (the library, diff's renders) refuses it where the project is read, not only the CLI."""
+    from gpu_fabric.program.project import ProjectError
+    from gpu_fabric.program.render import render_stack
+
+    project = project_with(tmp_path, dump(stack_document("seed-rdma")))
+    (project / "Pulumi.yaml").write_text(f"name: '{name}'\nruntime: python\nmain: stacks/\nstackConfigDir: stacks\n")
+    with pytest.raises(ProjectError, match="is not a Pulumi project name"):
+        render_stack("x", project)
+
+
 def test_a_dotted_project_name_pulumi_takes_still_renders(tmp_path):
     project = project_with(tmp_path, dump(stack_document("seed-rdma")))
     (project / "Pulumi.yaml").write_text("name: team.gpu_fabric-1\nruntime: python\nmain: stacks/\nstackConfigDir: stacks\n")

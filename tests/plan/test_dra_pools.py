@@ -161,10 +161,13 @@ def test_efa_transfer_legs_and_mooncake_members_on_a_dra_pool_are_refused() -> N
 def test_field_rules_of_a_dra_pool() -> None:
     config = values()
     config["pools"][0]["deviceAllocation"] = "plugin"
-    assert "dra pools only" in paths(refusal(config))["pools[0]"]
+    assert "dra pools only" in paths(refusal(config))["pools[0].gpusPerClaim"]
     config = values()
     config["pools"][0]["gpusPerClaim"] = [9]
-    assert "do not fit" in paths(refusal(config))["pools[0]"]
+    assert "do not fit" in paths(refusal(config))["pools[0].gpusPerClaim[0]"]
+    config = values()
+    config["pools"][0]["manufacturer"] = "amd"
+    assert "allocates NVIDIA GPUs" in paths(refusal(config))["pools[0].manufacturer"]
 
 
 def test_the_policy_and_load_config_read_one_pool_view() -> None:

@@ -84,7 +84,6 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
     from gpu_fabric.config.stack_file import StackFileError
 
     try:
-        _check_project_name(project)
         result = render_stack(stack, project, preview=preview)
         warning = stand_in_warning(result)
         if warning:
@@ -109,19 +108,6 @@ def stand_in_warning(result) -> str | None:
 
     profile, _ = stack_operator([r.policy_resource() for r in result.resources])
     return profile.stand_in_warning() if profile is not None else None
-
-
-def _check_project_name(project: Path) -> None:
-    """Refuse (``ProjectError`` naming ``Pulumi.yaml`` ``name``) a project name Pulumi refuses: its URNs would be malformed."""
-    from gpu_fabric.config.syntax import pulumi_project_name
-    from gpu_fabric.program.render import ProjectError
-    from gpu_fabric.program.project import read_project
-
-    found = read_project(project)
-    try:
-        pulumi_project_name(found.name)
-    except ValueError as error:
-        raise ProjectError(f"{found.folder / 'Pulumi.yaml'}: `name:` {error}") from None
 
 
 def manifest_text(manifest: dict[str, Any]) -> str:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpu_fabric.config.syntax import pulumi_project_name
+
 
 PROJECT_FILE = "Pulumi.yaml"
 DEFAULT_PROJECT_NAME = "gpu-fabric"
@@ -124,6 +126,11 @@ def read_project(folder: Path | str) -> Project:
     name = document.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ProjectError(f"{path}: `name:` must be the project name (a non-empty string), found {name!r}")
+    try:
+        pulumi_project_name(name.strip())
+    except ValueError as error:
+        # Every command that renders, and the library, read the project here: one refusal for all of them.
+        raise ProjectError(f"{path}: `name:` {error}") from None
     main = _relative_setting(path, document, "main", PULUMI_DEFAULT_FOLDER)
     stack_config_dir = _relative_setting(path, document, "stackConfigDir", PULUMI_DEFAULT_FOLDER)
     return Project(folder, name.strip(), main, stack_config_dir)

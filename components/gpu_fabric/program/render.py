@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator, Optional
 import traceback
 
 from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.secrets import SECRET_PLACEHOLDER, hide_secure
 from gpu_fabric.config.stack_file import StackFileError
 from gpu_fabric.program.isolation import ProgramExited, exits_refused, stdout_to_stderr
 from gpu_fabric.program.project import DEFAULT_PROJECT_NAME, ProjectError, read_project
@@ -167,8 +168,8 @@ def _engine_encoding(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-SECRET_PLACEHOLDER = "[secret]"
-"""What a render writes in place of a secret value (a Pulumi secret stays secret in the files)."""
+# SECRET_PLACEHOLDER (config.secrets): what a render writes in place of a secret value (a Pulumi secret
+# stays secret in the files), and what every offline command reads a ``secure:`` value as.
 
 
 def _plain(value: Any) -> Any:
@@ -199,25 +200,6 @@ def _secrets(value: Any, reveal: bool) -> Any:
     if isinstance(value, list):
         return [_secrets(item, reveal) for item in value]
     return value
-
-
-def _secure_values(value: Any) -> tuple[Any, bool]:
-    """``{secure: <ciphertext>}`` leaves (which an offline render cannot decrypt) as the placeholder."""
-    if isinstance(value, dict) and set(value) == {"secure"} and isinstance(value["secure"], str):
-        return SECRET_PLACEHOLDER, True
-    if isinstance(value, dict):
-        entries = {key: _secure_values(item) for key, item in value.items()}
-        return {key: item for key, (item, _) in entries.items()}, any(found for _, found in entries.values())
-    if isinstance(value, list):
-        items = [_secure_values(item) for item in value]
-        return [item for item, _ in items], any(found for _, found in items)
-    return value, False
-
-
-def offline_values(values: dict[str, Any]) -> dict[str, Any]:
-    """The stack file's values as an offline run (render, check, verify) sees them: every ``secure:``
-    leaf as :data:`SECRET_PLACEHOLDER`, so no ciphertext reaches validation or its messages."""
-    return {key: _secure_values(value)[0] for key, value in values.items()}
 
 
 def _alias_urns(request: Any, stack: str, project: str) -> tuple[str, ...]:
@@ -494,7 +476,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
 
     if offline_catalog:
         use_catalog(BundledInstanceCatalog())  # offline: instance facts from the bundled table, never EC2
-    decoded = {key: _secure_values(value) for key, value in values.items()}
+    decoded = {key: hide_secure(value) for key, value in values.items()}
     set_all_config({key: _engine_encoding(value) for key, (value, _) in decoded.items()},
                    [key for key, (_, secure) in decoded.items() if secure])
     with without_stack_traces():  # set_mocks registers the root stack resource
