@@ -25,7 +25,8 @@ def register(subparsers: Any) -> None:
                   "gpu-fabric efa-info --stack aws-efa --quiet"])
     parser.add_argument("types", nargs="*", metavar="TYPE", help="EC2 instance type, e.g. p5.48xlarge")
     parser.add_argument("--stack", default=None, metavar="NAME",
-                        help="also print the EFA domains of stacks/Pulumi.NAME.yaml and describe their instance types")
+                        help="also print the EFA domains of stack NAME (Pulumi.NAME.yaml in the project's "
+                             "stackConfigDir) and describe their instance types")
     parser.add_argument("--project", default=".", help="project folder holding Pulumi.yaml (default .)")
     parser.add_argument("--region", default=None, help="AWS region (default: boto3's resolution)")
     parser.add_argument("--profile", default=None, help="AWS profile (default: boto3's resolution)")

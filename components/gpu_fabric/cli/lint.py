@@ -35,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"the GPUStack operator release the cluster runs, as `helm list` shows it "
                              f"(default: the --stack's gpustackOperator, else {DEFAULT_GPUSTACK_OPERATOR}; known: {', '.join(known_versions())})")
     parser.add_argument("--stack", default=None, metavar="NAME",
-                        help="also judge workloads and device plugins against this stack's pools (stacks/Pulumi.NAME.yaml; "
-                             "see docs/workloads.md)")
+                        help="also judge workloads and device plugins against this stack's pools "
+                             "(Pulumi.NAME.yaml in the project's stackConfigDir; see docs/workloads.md)")
     parser.add_argument("--project", type=Path, default=Path("."), help="project folder holding Pulumi.yaml (default .)")
     parser.set_defaults(func=run)
 
