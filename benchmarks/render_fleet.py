@@ -60,8 +60,10 @@ def fleet(scale: int) -> dict:
     pools = []
     for i in range(POOLS):
         fabric = "rdma" if i % 2 == 0 else "efa"
+        # Four deployments of 8 accelerators per pool and scale: nodeCount grows with them, so the
+        # pool-accelerator-capacity rule admits every scale.
         pool = {"name": f"gpustack--nvidia-gpu{i:02d}-linux-amd64", "fabric": fabric, "acceleratorsPerNode": 8,
-                "interfacesPerNode": 8, "nodeCount": 4}
+                "interfacesPerNode": 8, "nodeCount": 4 * scale}
         if fabric == "efa":
             pool["nodeLabels"] = {"vpc.amazonaws.com/efa.present": "true"}
         pools.append(pool)

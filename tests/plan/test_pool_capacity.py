@@ -91,3 +91,15 @@ def test_unknown_numbers_are_passed_over():
         {"name": "x", "instanceType": "p", "replicas": UNKNOWN, "resources": {"accelerator": "8"}},
         {"name": "y", "instanceType": "p", "replicas": 1, "resources": {"accelerator": UNKNOWN}}]}}
     assert capacity_findings([PoolCapacity("p", 8, 1, "nodeCount")], [deployment]) == []
+
+
+
+def test_a_pool_carrying_many_roles_names_the_largest_shares_and_counts_the_rest():
+    from gpu_fabric.plan.pool_capacity import SHARES_SHOWN
+
+    values = aws_efa(prefill_replicas=1, decode_replicas=1)
+    template = values["modelDeployments"][0]
+    values["modelDeployments"] = [{**copy.deepcopy(template), "name": f"model-{i:02d}"} for i in range(10)]
+    finding, = [f for f in refusal(values).problems if f.rule is POOL_ACCELERATOR_CAPACITY]
+    assert finding.message.count(" replicas x ") == SHARES_SHOWN
+    assert f"and {10 * 2 - SHARES_SHOWN} more roles" in finding.message and "need 160 accelerators" in finding.message

@@ -144,10 +144,14 @@ def role_demands(manifest: Mapping[str, Any]) -> list[RoleDemand]:
     return demands
 
 
+SHARES_SHOWN = 4
+"""How many roles' shares a capacity finding names (the largest); the rest are counted."""
+
+
 def capacity_findings(pools: Sequence[PoolCapacity], deployments: Iterable[Mapping[str, Any]]) -> list[Finding]:
     """Pools whose roles, summed over every ModelDeployment, need more accelerators than the pool holds at its
     largest size. Each is reported once, at ``spec.roles[j].replicas`` of the role (in the order given) that
-    takes the sum past the pool's capacity, naming every role's share."""
+    takes the sum past the pool's capacity, naming the largest shares (:data:`SHARES_SHOWN`) and counting the rest."""
     by_pool: dict[str, list[RoleDemand]] = {}
     for manifest in deployments:
         for demand in role_demands(manifest):
@@ -159,7 +163,12 @@ def capacity_findings(pools: Sequence[PoolCapacity], deployments: Iterable[Mappi
             total += demand.accelerators(pool)
             if total <= pool.accelerators:
                 continue
-            shares = "; ".join(d.describe(pool) for d in by_pool[pool.name])
+            listed = by_pool[pool.name]
+            # The largest shares first, a few of them: a fleet's pool may carry hundreds of roles.
+            largest = sorted(listed, key=lambda d: d.accelerators(pool), reverse=True)[:SHARES_SHOWN]
+            shares = "; ".join(d.describe(pool) for d in largest)
+            if len(listed) > SHARES_SHOWN:
+                shares += f"; and {len(listed) - SHARES_SHOWN} more role{'s' if len(listed) - SHARES_SHOWN != 1 else ''}"
             needed = sum((d.accelerators(pool) for d in by_pool[pool.name]), Fraction(0))
             found.append(Finding.of(POOL_ACCELERATOR_CAPACITY, f"spec.roles[{demand.index}].replicas", (
                 f"the roles on pool {pool.name} need {_number(needed)} accelerators ({shares}) but the pool holds at "
