@@ -16,21 +16,12 @@ from gpu_fabric.gpustack.naming import local_queue_name
 from gpu_fabric.policies.kueue import workload_findings
 from support.policy_helpers import k8s, rendered
 from support.stack_configs import PROJECT_DIR
+from support.workloads import QUEUE_LABEL, step1_pod
 
 A10G = "gpustack--nvidia-a10g-linux-amd64"
 SEED_QUEUE = local_queue_name(A10G)
-LABEL = "kueue.x-k8s.io/queue-name"
+LABEL = QUEUE_LABEL
 RULE = "kueue-fabric-workload-queue"
-
-
-def step1_pod(queue: str | None, namespace: str = "team-a") -> dict:
-    return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "trainer-0", "namespace": namespace, "labels": {LABEL: queue} if queue else {}},
-        "spec": {"restartPolicy": "Never", "containers": [{
-            "name": "trainer", "image": "ubuntu:24.04", "command": ["sleep", "3600"],
-            "resources": {"limits": {"nvidia.com/gpu": "1", "device.gpustack.ai/rdma.shared": "1"}}}]},
-    }
 
 
 CASES = {

@@ -19,22 +19,12 @@ from gpu_fabric.kube.kueue_rules import (
     declared_local_queues,
     workload_queue_findings,
 )
+from support.workloads import QUEUE_LABEL, step1_pod
 
 A10G = "gpustack--nvidia-a10g-linux-amd64"
 SEED_QUEUE = local_queue_name(A10G)
-LABEL = "kueue.x-k8s.io/queue-name"
+LABEL = QUEUE_LABEL
 DECLARED = declared_local_queues([local_queue(A10G, "team-a")])
-
-
-def step1_pod(queue: str | None = "gpustack-fnv64-<hash>", namespace: str = "team-a") -> dict:
-    """The walkthrough's Step 1 Pod, verbatim but for the label and namespace."""
-    return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "trainer-0", "namespace": namespace, "labels": {LABEL: queue} if queue else {}},
-        "spec": {"restartPolicy": "Never", "containers": [{
-            "name": "trainer", "image": "ubuntu:24.04", "command": ["sleep", "3600"],
-            "resources": {"limits": {"nvidia.com/gpu": "1", "device.gpustack.ai/rdma.shared": "1"}}}]},
-    }
 
 
 def test_declared_queues_carry_their_pool():

@@ -45,3 +45,17 @@ def with_container(**changes) -> dict:
     env = [*changes.pop("env", []), *container["env"]]
     container.update(changes, env=env)
     return spec
+
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def step1_pod(queue: str | None = "gpustack-fnv64-<hash>", namespace: str = "team-a") -> dict:
+    """The RDMA walkthrough's Step 1 Pod, verbatim but for its queue label (``None``: no label) and namespace."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "trainer-0", "namespace": namespace, "labels": {QUEUE_LABEL: queue} if queue else {}},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "name": "trainer", "image": "ubuntu:24.04", "command": ["sleep", "3600"],
+            "resources": {"limits": {"nvidia.com/gpu": "1", "device.gpustack.ai/rdma.shared": "1"}}}]},
+    }
