@@ -13,7 +13,7 @@ and whatever else goes wrong while reading says which request, which object and 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 from urllib.parse import quote, urlencode
 
 from gpu_fabric.verify import answers
@@ -108,22 +108,28 @@ def list_nodes(transport: Transport) -> list[dict[str, Any]]:
     A token the server already sent would list the same pages forever: the listing stops with a
     refusal naming the server and the token.
     """
-    nodes: list[dict[str, Any]] = []
+    return _paged(transport, "/api/v1/nodes", "the node list", NODE_PAGE_SIZE, answers.read_node_page, "listing nodes")
+
+
+def _paged(transport: Transport, path: str, what: str, page_size: int,
+           read_page: Callable[[answers.Reader, Any], tuple[list[Any], str]], listing: str = "") -> list[Any]:
+    """Every item of the collection at ``path``, page by page (``read_page`` reads one page's items and token);
+    ``listing`` names the action in a refusal (default ``listing <what>``)."""
+    found: list[Any] = []
     token = ""
     seen: set[str] = set()
     while True:
-        query = {"limit": NODE_PAGE_SIZE, **({"continue": token} if token else {})}
-        path = f"/api/v1/nodes?{urlencode(query)}"
-        page = _ok(transport, path, fetch(transport, path, "the node list"), "listing nodes")
-        reader = answers.Reader(server_of(transport), f"GET {path}", "the node list")
-        items, token = answers.read_node_page(reader, page)
-        nodes.extend(items)
+        query = {"limit": page_size, **({"continue": token} if token else {})}
+        page_path = f"{path}?{urlencode(query)}"
+        page = _ok(transport, page_path, fetch(transport, page_path, what), listing or f"listing {what}")
+        items, token = read_page(answers.Reader(server_of(transport), f"GET {page_path}", what), page)
+        found.extend(items)
         if not token:
-            return nodes
+            return found
         if token in seen:
             raise answers.MalformedAnswer(
-                f"{server_of(transport)} sent the node list's continue token {token[:60]!r} a second time "
-                f"(after {len(seen) + 1} pages, {len(nodes)} nodes): its pages would repeat forever; stopped listing")
+                f"{server_of(transport)} sent the continue token {token[:60]!r} a second time, listing {what} "
+                f"(after {len(seen) + 1} pages, {len(found)} items): its pages would repeat forever; stopped listing")
         seen.add(token)
 
 
@@ -136,22 +142,7 @@ DRA_KINDS = ("ResourceClaim", "ResourceSlice")
 def list_all(transport: Transport, path: str, what: str) -> list[Any]:
     """Every item of the collection at ``path``, following ``continue`` tokens in pages of :data:`LIST_PAGE_SIZE`
     (a token sent twice stops the listing with a refusal, as for nodes)."""
-    found: list[Any] = []
-    token = ""
-    seen: set[str] = set()
-    while True:
-        query = {"limit": LIST_PAGE_SIZE, **({"continue": token} if token else {})}
-        page_path = f"{path}?{urlencode(query)}"
-        page = _ok(transport, page_path, fetch(transport, page_path, what), f"listing {what}")
-        items, token = answers.read_list_page(answers.Reader(server_of(transport), f"GET {page_path}", what), page)
-        found.extend(items)
-        if not token:
-            return found
-        if token in seen:
-            raise answers.MalformedAnswer(
-                f"{server_of(transport)} sent the continue token {token[:60]!r} of {what} a second time: its pages "
-                "would repeat forever; stopped listing")
-        seen.add(token)
+    return _paged(transport, path, what, LIST_PAGE_SIZE, answers.read_list_page)
 
 
 def dra_refs(namespaces: Iterable[str]) -> list[ObjectRef]:
