@@ -32,18 +32,19 @@ def test_the_example_loads_and_plans_one_template_per_count() -> None:
 
 
 @pytest.mark.parametrize("version", ["1.33", "1.30"])
-def test_a_cluster_below_1_34_refuses_the_dra_pool_at_its_path(version: str) -> None:
+def test_a_cluster_below_1_34_refuses_the_dra_pool_at_the_clusters_version(version: str) -> None:
     config = values()
     config["cluster"]["kubernetesVersion"] = version
     error = refusal(config)
     assert error.exit_code == 1
-    assert "resource.k8s.io/v1" in paths(error)["pools[0].deviceAllocation"]
+    assert "resource.k8s.io/v1" in paths(error)["cluster.kubernetesVersion"]
 
 
 def test_the_kubernetes_version_is_required_with_a_dra_pool_only() -> None:
     config = values()
     del config["cluster"]
-    assert "cluster.kubernetesVersion" in paths(refusal(config))["pools[0].deviceAllocation"]
+    message = paths(refusal(config))["cluster.kubernetesVersion"]
+    assert "pool p5en-h200 allocates devices through DRA" in message
     load_config(stack_values("aws-efa"))  # no dra pool: no version needed, as before
 
 

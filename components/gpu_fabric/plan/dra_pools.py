@@ -200,7 +200,11 @@ def config_dra_findings(config: FabricConfig) -> Iterable[Finding]:
         pool = DraPool.of_input(spec.model_dump(by_alias=True, exclude_none=True))
         if pool is not None:
             for finding in dra_pool_findings(pool, config.kubernetes_version, auto_mode):
-                yield finding.at(f"pools[{i}]")
+                if finding.rule is DRA_KUBERNETES_VERSION_RULE and str(finding.path) == "deviceAllocation":
+                    # The cluster's version is missing or too old: the field to change is the cluster's.
+                    yield finding.moved("cluster.kubernetesVersion")
+                else:
+                    yield finding.at(f"pools[{i}]")
 
 
 def dra_manifests(config: FabricConfig) -> list[dict[str, Any]]:
