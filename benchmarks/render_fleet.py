@@ -30,6 +30,10 @@ Measured on the shared 2-core machine (CPU seconds; wall doubled by the other jo
 | fleet / bare | 1.81x | 1.65x (target 1.5x: NOT met) |
 | 4x / 1x | 4.20 | 4.18 |
 
+On a quiet machine, after the merge of that work with the capacity rule (pools' ``nodeCount`` grows with
+the scale): bare 2.73 s (peak 143 MiB), x1 4.06 s (peak 192 MiB), x4 16.3 s (peak 509 MiB); fleet / bare
+1.49x (target met, narrowly: runs vary by a few hundredths), 4x / 1x 4.01.
+
 What remains is mostly the SDK's own work for what gpu-fabric registers and the bare program does
 not: typed inputs (``pulumi_kubernetes.apiextensions.CustomResource`` serialized against its input
 types, ``pulumi._types.unwrap_type``), dependency resolution of ``depends_on``, component outputs.

@@ -25,6 +25,9 @@ shared 2-core machine (other jobs running, so only ratios within one run mean mu
 | ``render --stack aws-efa`` | 2.41x | 1.79x-2.19x | 1.3x: NOT met |
 | ``lint`` per object | 0.32 ms | 0.34 ms | 0.7 ms: met |
 
+On a quiet machine with every branch merged (medians of 5): ``--help`` 0.31x, ``--version`` 0.41x, render
+seed-rdma 701 ms against a 392 ms floor (1.79x), aws-efa 1162 ms against 583 ms (1.99x), lint 0.312 ms per object.
+
 "before" is the tree before the configuration models stopped reading their source at import and
 the bundled CRDs were read with libyaml (``--components`` of that tree, same run conditions); an
 interleaved A/B of the seed-rdma render gave 875 ms before, 791 ms after (floor about 445 ms). What
