@@ -103,11 +103,18 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
 
 def stand_in_warning(result) -> str | None:
     """The warning of a stack whose GPUStack operator is newer than every mirrored line (``0.12.0+as-0.11``):
-    printed on stderr by every render, check and verify of it, ``--quiet`` or not."""
-    from gpu_fabric.policies.transfer_paths import stack_operator
+    printed on stderr by every render, check and verify of it, ``--quiet`` or not. Read from what the components
+    registered, without the policy layer (a render need not import the pack)."""
+    from gpu_fabric.gpustack.profiles import components_operator
 
-    profile, _ = stack_operator([r.policy_resource() for r in result.resources])
+    profile, _ = components_operator(_named_operators(result))
     return profile.stand_in_warning() if profile is not None else None
+
+
+def _named_operators(result) -> list[str]:
+    """The ``gpustackOperator`` every gpu-fabric component of a render was given."""
+    return [version for r in result.resources if r.type.startswith("gpu-fabric:index:")
+            if isinstance(version := r.inputs.get("gpustackOperator"), str) and version]
 
 
 def manifest_text(manifest: dict[str, Any]) -> str:
@@ -194,11 +201,9 @@ def operator_warning_lines(result) -> list[str]:
     fields whose fate the operator's docs leave open (``not confirmed for 0.10.0``) and objects the operator
     admits with a warning. The same analysis the render's validation ran; only its warnings are new here."""
     from gpu_fabric.gpustack.admission_pipeline import analyze
-    from gpu_fabric.policies.resource_view import Resource
-    from gpu_fabric.policies.transfer_paths import stack_operator
+    from gpu_fabric.gpustack.profiles import components_operator
 
-    resources = [r.policy_resource() for r in result.resources]
-    profile, _ = stack_operator(resources)
+    profile, _ = components_operator(_named_operators(result))
     if profile is None:  # disagreeing or unknown versions were refused before anything rendered
         return []
     report = analyze(result.kubernetes_objects(), operator=profile)

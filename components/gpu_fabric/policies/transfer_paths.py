@@ -23,7 +23,7 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 
 from gpu_fabric.config.shapes import as_mapping, is_unknown, known_str, unknown_paths
 from gpu_fabric.findings import Finding, ObjectRef
-from gpu_fabric.gpustack.profiles import Profile, UnknownOperatorVersion, default_profile, profile_for, stand_in_findings
+from gpu_fabric.gpustack.profiles import Profile, components_operator, stand_in_findings
 from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP, analyze
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, Resource
@@ -38,22 +38,10 @@ def gpustack_objects(resources: list[Resource]) -> list[Resource]:
 
 
 def stack_operator(resources: list[Resource]) -> tuple[Profile | None, str | None]:
-    """The operator profile the stack's gpu-fabric components name, and the problem with it (or ``None``).
-
-    ``(profile, None)`` when they agree on a known version (or name none: the default);
-    ``(None, problem)`` when they disagree or name an unknown version.
-    """
-    named = sorted({version for r in resources if r.type.startswith("gpu-fabric:index:")
-                    if (version := known_str(r.props.get("gpustackOperator")))})
-    if len(named) > 1:
-        return None, (f"the stack's components name different GPUStack operator versions ({', '.join(named)}); "
-                      "one cluster runs one operator: set gpu-fabric:gpustackOperator once")
-    if not named:
-        return default_profile(), None
-    try:
-        return profile_for(named[0]), None
-    except UnknownOperatorVersion as error:
-        return None, f"gpustackOperator: {error}"
+    """The operator profile the stack's gpu-fabric components name, and the problem with it (or ``None``):
+    :func:`gpu_fabric.gpustack.profiles.components_operator` over their ``gpustackOperator`` inputs."""
+    return components_operator(version for r in resources if r.type.startswith("gpu-fabric:index:")
+                               if (version := known_str(r.props.get("gpustackOperator"))))
 
 
 def manufacturers_of_pools(resources: list[Resource]) -> dict[str, str | None]:

@@ -14,6 +14,7 @@ profile is then marked :attr:`Profile.stand_in` and every render, check and lint
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 from gpu_fabric.config.constants import DEFAULT_GPUSTACK_OPERATOR
 from gpu_fabric.findings import Finding, Severity
@@ -99,6 +100,25 @@ def _stand_in(text: str, version: str, line: str) -> Profile:
 def default_profile() -> Profile:
     """The profile of :data:`DEFAULT_GPUSTACK_OPERATOR` (the 0.10 line: the walkthrough's own API)."""
     return profile_for(DEFAULT_GPUSTACK_OPERATOR)
+
+
+def components_operator(named: Iterable[str]) -> tuple[Profile | None, str | None]:
+    """The operator profile a stack's components name (``gpustackOperator`` of each), and the problem with it.
+
+    ``(profile, None)`` when they agree on a known version (or name none: the default); ``(None, problem)`` when
+    they disagree or name an unknown version. The pack (reading the engine's resources) and ``render`` (reading
+    what it registered) both decide it here.
+    """
+    versions = sorted(set(named))
+    if len(versions) > 1:
+        return None, (f"the stack's components name different GPUStack operator versions ({', '.join(versions)}); "
+                      "one cluster runs one operator: set gpu-fabric:gpustackOperator once")
+    if not versions:
+        return default_profile(), None
+    try:
+        return profile_for(versions[0]), None
+    except UnknownOperatorVersion as error:
+        return None, f"gpustackOperator: {error}"
 
 
 def pin_profile() -> Profile:
