@@ -131,3 +131,21 @@ def test_a_refused_secure_value_is_never_quoted(command, tmp_path):
     assert outcome.code == 2 and not outcome.crashed, outcome.describe()
     assert "replicas" in outcome.err
     assert CIPHERTEXT not in outcome.out + outcome.err and "AAAABBBB" not in outcome.out + outcome.err
+
+
+def test_a_plain_token_the_engine_hands_the_program_is_refused_and_a_secret_one_is_not():
+    """Under ``pulumi up`` the program sees values, not the stack file: a plain key's token is refused there too."""
+    import copy
+
+    from gpu_fabric.config.base import ConfigError
+    from gpu_fabric.program.stack import plaintext_credential_problems
+    from support.stack_configs import stack_values
+
+    values = copy.deepcopy(stack_values("seed-rdma"))
+    values["modelDeployments"][0]["roles"][0]["env"] = [{"name": "HF_TOKEN", "value": "hf_" + "a" * 34}]
+    [(path, message)] = plaintext_credential_problems(values, secret_keys=[])
+    assert path == "modelDeployments[0].roles[0].env[0].value" and "hf_" not in message
+    assert "pulumi config set --secret --path 'gpu-fabric:modelDeployments[0].roles[0].env[0].value'" in message
+    assert plaintext_credential_problems(values, secret_keys=["modelDeployments"]) == []
+    with pytest.raises(ConfigError, match="HF_TOKEN looks like a credential"):
+        render_stack("seed-rdma", PROJECT_DIR, config={f"gpu-fabric:{k}": v for k, v in values.items()})

@@ -202,3 +202,22 @@ def plaintext_credentials(value: Any, path: str) -> list[tuple[str, str]]:
                     children.append((item, item_path, ""))
         pending.extend(reversed(children))
     return found
+
+
+def configuration_credentials(values: Mapping[str, Any], namespace: str,
+                              secret_keys: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """``(path, message)`` for each credential a ``namespace:*`` value holds in plain text, with how to write it
+    instead; ``values`` are keyed without the namespace, ``secret_keys`` (held as Pulumi secrets) are not judged.
+
+    The one check behind the stack file's refusal (``render``, ``check``, every offline command) and the stack
+    program's under ``pulumi up``, which sees the engine's values and which keys are secrets, not the file.
+    """
+    skipped = set(secret_keys)
+    problems = []
+    for key, value in values.items():
+        if key in skipped:
+            continue
+        for where, reason in plaintext_credentials(value, key):
+            problems.append((where, f"{reason}; {STACK_FILE_ADVICE.format(path=f'{namespace}:{where}')}"))
+    return problems
+

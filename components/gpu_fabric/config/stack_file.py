@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import yaml
 
 from gpu_fabric.config.base import format_path
-from gpu_fabric.config.secrets import STACK_FILE_ADVICE, plaintext_credentials
+from gpu_fabric.config.secrets import configuration_credentials
 
 # A stack file is a few hundred nodes; anchors that add more than this many values beyond the ones
 # written out are an alias bomb. (A long file without aliases -- a ``kind: List`` that ``kubectl get
@@ -327,15 +327,11 @@ def credential_problems(config: dict[str, Any], namespace: str) -> list[str]:
 
     The stack file is committed and read by everyone who reads the repository, and a render writes
     what it holds to ``out/``; a token there is published. Neither the value nor its kind is quoted
-    beyond "a Hugging Face token" (:func:`gpu_fabric.config.secrets.credential_reason`).
+    beyond "a Hugging Face token" (:func:`gpu_fabric.config.secrets.configuration_credentials`).
     """
     prefix = f"{namespace}:"
-    lines = []
-    for key, value in config.items():
-        if isinstance(key, str) and key.startswith(prefix):
-            for where, reason in plaintext_credentials(value, key):
-                lines.append(f"{where}: {reason}; {STACK_FILE_ADVICE.format(path=where)}")
-    return lines
+    values = {key[len(prefix):]: value for key, value in config.items() if isinstance(key, str) and key.startswith(prefix)}
+    return [f"{prefix}{where}: {message}" for where, message in configuration_credentials(values, namespace)]
 
 
 def _kind(value: Any) -> str:

@@ -98,9 +98,26 @@ def build_stack(name: str = "fabric") -> GpuFabric:
         raise ConfigurationRefused(error) from None
 
 
+def plaintext_credential_problems(values: dict[str, Any], secret_keys: list[str]) -> list[tuple[str, str]]:
+    """``(path, message)`` for each credential a key the stack does not hold as a secret carries in plain text.
+
+    Under ``pulumi up`` the program never sees the stack file, only the values the engine hands it, and
+    which keys are secrets (``pulumi.runtime.config.is_config_secret``): a token in a plain key is as
+    published as in the file that ``render`` and ``check`` refuse (the same check,
+    :func:`gpu_fabric.config.secrets.configuration_credentials`). A secret key's decrypted value is not judged.
+    """
+    from gpu_fabric.config.secrets import configuration_credentials
+
+    return configuration_credentials(values, CONFIG_NAMESPACE, secret_keys)
+
+
 def _build_stack(name: str) -> GpuFabric:
     values = read_configuration()
-    secret_kinds = {SECRET_CAPABLE_KEYS[key] for key in secret_configuration_keys()}
+    secret_keys = secret_configuration_keys()
+    credentials = plaintext_credential_problems(values, secret_keys)
+    if credentials:
+        raise ConfigError(credentials)
+    secret_kinds = {SECRET_CAPABLE_KEYS[key] for key in secret_keys}
     # Every problem, with its path, before the first resource exists. The region comes from the
     # stack's configuration only (aws:region), never the environment, so a render is hermetic.
     config = load_config(values, aws_region=pulumi.Config("aws").get("region"))
