@@ -70,6 +70,28 @@ def _with_file_templates(context_of: Any, manifests: Sequence[Mapping[str, Any]]
     return context
 
 
+def _capacity_of_file_deployments(config: Any, manifests: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """``pool-accelerator-capacity`` for the files' ModelDeployments added to the stack's own: the pools at their
+    largest size must hold every role's accelerators (the rule ``load_config`` and the pack run). The stack's
+    own deployments come first (they fit: the stack loaded), so a pool overfilled is blamed on a file's role."""
+    from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP
+    from gpu_fabric.gpustack.objects import model_deployment
+    from gpu_fabric.plan.pool_capacity import capacity_findings, pool_capacity_of
+
+    def ref(manifest: Mapping[str, Any]) -> tuple[str, str]:
+        metadata = manifest.get("metadata") if isinstance(manifest.get("metadata"), Mapping) else {}
+        return str(metadata.get("namespace") or "default"), str(metadata.get("name"))
+
+    in_files = [m for m in manifests if m.get("kind") == "ModelDeployment"
+                and str(m.get("apiVersion", "")).startswith(f"{GPUSTACK_GROUP}/")]
+    if not in_files:
+        return []
+    file_refs = {ref(m) for m in in_files}
+    own = [manifest for d in config.model_deployments if ref(manifest := model_deployment(d)) not in file_refs]
+    findings = capacity_findings([pool_capacity_of(pool) for pool in config.pools], [*own, *in_files])
+    return [f for f in findings if f.subject is not None and (f.subject.namespace or "default", f.subject.name) in file_refs]
+
+
 def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str, Any], str]]) -> int:
     """Print the stack verdicts over ``read`` (``(manifest, file)`` pairs); return the exit code they mean."""
     from gpu_fabric.config.base import ConfigError
@@ -129,6 +151,7 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     # The pack counts every LocalQueue of the stack; here those are the stack's own and any the files declare.
     declared = declared_local_queues([*kueue_manifests(config), *manifests])
     queue_findings = [finding for manifest in manifests for finding in workload_queue_findings(manifest, declared)]
+    queue_findings += _capacity_of_file_deployments(config, manifests)
 
     lines = [f"stack {stack}: {len(pools)} pools ({', '.join(f'{p.name} ({p.fabric})' for p in pools)})"]
     for finding in report.findings:
