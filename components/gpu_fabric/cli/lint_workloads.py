@@ -74,12 +74,13 @@ def _capacity_of_file_deployments(config: Any, manifests: Sequence[Mapping[str, 
     """``pool-accelerator-capacity`` for the files' ModelDeployments added to the stack's own: the pools at their
     largest size must hold every role's accelerators (the rule ``load_config`` and the pack run). The stack's
     own deployments come first (they fit: the stack loaded), so a pool overfilled is blamed on a file's role."""
+    from gpu_fabric.config.shapes import as_mapping
     from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP
     from gpu_fabric.gpustack.objects import model_deployment
     from gpu_fabric.plan.pool_capacity import capacity_findings, pool_capacity_of
 
     def ref(manifest: Mapping[str, Any]) -> tuple[str, str]:
-        metadata = manifest.get("metadata") if isinstance(manifest.get("metadata"), Mapping) else {}
+        metadata = as_mapping(manifest.get("metadata"))
         return str(metadata.get("namespace") or "default"), str(metadata.get("name"))
 
     in_files = [m for m in manifests if m.get("kind") == "ModelDeployment"
