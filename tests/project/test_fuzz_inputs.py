@@ -83,6 +83,7 @@ def assert_clean(outcome, allowed: set[int]) -> None:
 
 SEED = stack_document("seed-rdma")
 AWS_EFA = stack_document("aws-efa")
+DRA_EFA = stack_document("dra-efa")
 
 
 @FUZZ
@@ -95,6 +96,18 @@ def test_mutated_seed_stack_renders_or_is_refused(mutation):
             assert "(policy " in outcome.err, outcome.describe()
         if outcome.code in (1, 2):
             assert not (Path(folder) / "out").exists()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(mutation=mutations(DRA_EFA))
+def test_mutated_dra_stack_is_refused_or_passes_its_own_pack(mutation):
+    # As for the EFA stack: a deviceAllocation: dra pool's rules (cluster version, provisioner, PCIe layout, claims)
+    # refuse at render what the pack would refuse, never the other way round.
+    with tempfile.TemporaryDirectory() as folder:
+        outcome = render_file(Path(folder), dump(mutate(DRA_EFA, *mutation)), command="check")
+        assert_clean(outcome, {0, 1, 2})
+        if outcome.code == 1:
+            assert "(policy " in outcome.err and outcome.out == "", outcome.describe()
 
 
 @FUZZ
