@@ -235,5 +235,16 @@ def test_a_dra_pools_nodes_are_expected_to_advertise_no_device_plugin_keys():
     from support.stack_configs import PROJECT_DIR
 
     config = _stack_config("dra-efa", PROJECT_DIR)
-    assert pool_expectation(config.pools[0]).allocatable == {}
+    assert pool_expectation(config.pools[0]).allocatable == {"nvidia.com/gpu": 0, "vpc.amazonaws.com/efa": 0}
     assert stack_expectations("dra-efa", config, dra_manifests(config)).claim_namespaces == ["team-a"]
+
+
+def test_a_dra_node_advertising_device_plugin_keys_fails_and_one_advertising_none_passes():
+    """A device plugin beside the DRA drivers hands the same devices out twice: its keys on the node fail verify."""
+    from gpu_fabric.verify.checks import allocatable_checks
+
+    expected = {"nvidia.com/gpu": 0, "vpc.amazonaws.com/efa": 0}
+    clean = allocatable_checks("node p5en-1", {"status": {"allocatable": {"cpu": "192"}}}, expected)
+    assert [c.status for c in clean] == [PASS, PASS]
+    plugin = allocatable_checks("node p5en-1", {"status": {"allocatable": {"nvidia.com/gpu": "8"}}}, expected)
+    assert [(c.name, c.status) for c in plugin] == [("allocatable nvidia.com/gpu", FAIL), ("allocatable vpc.amazonaws.com/efa", PASS)]

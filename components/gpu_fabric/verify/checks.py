@@ -175,14 +175,16 @@ def _count(value: Any) -> Optional[int]:
 
 
 def allocatable_checks(subject: str, node: Mapping[str, Any], expected: Mapping[str, int]) -> list[Check]:
-    """``allocatable <resource>`` equals the pool's count exactly (absent counts as a failure)."""
+    """``allocatable <resource>`` equals the pool's count exactly (absent counts as a failure, except where the
+    count is 0: a key nothing should advertise, as on a ``deviceAllocation: dra`` pool)."""
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     checks = []
     for resource, count in expected.items():
         raw = allocatable.get(resource)
         counted = _count(raw) if raw is not None else None
         found: Any = ABSENT if raw is None else counted if counted is not None else raw
-        checks.append(Check(subject, f"allocatable {resource}", count, found, PASS if found == count else FAIL))
+        matches = found == count or (count == 0 and found == ABSENT)
+        checks.append(Check(subject, f"allocatable {resource}", count, found, PASS if matches else FAIL))
     return checks
 
 

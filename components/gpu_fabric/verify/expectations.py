@@ -123,14 +123,17 @@ def pool_allocatable(pool: PoolSpec) -> dict[str, int]:
 
     The keys are the operator's (``gpu_fabric.gpustack.transfer_legs``): ``vpc.amazonaws.com/efa`` for EFA
     pools, ``device.gpustack.ai/rdma`` (exclusive NICs) and, when declared,
-    ``device.gpustack.ai/rdma.partitioned`` for RDMA pools; nothing for a ``deviceAllocation: dra`` pool.
+    ``device.gpustack.ai/rdma.partitioned`` for RDMA pools; none of the device-plugin keys (0) on a
+    ``deviceAllocation: dra`` pool.
     """
     expected: dict[str, int] = {}
     if pool.uses_dra:
         # A deviceAllocation: dra pool's GPUs and EFA devices are published in ResourceSlices and allocated to
-        # claims, not advertised as extended resources (no device plugin runs there); verify checks the claims'
-        # allocations per PCIe root instead (gpu_fabric.verify.dra).
-        return expected
+        # claims (verify checks the allocations per PCIe root, gpu_fabric.verify.dra), never advertised as extended
+        # resources: a node that advertises them runs a device plugin beside the DRA drivers, which hands out the
+        # same devices twice (EKS user guide, "Manage EFA devices"). Expected: none (0 or absent).
+        accelerator = pool.resolved_accelerator_resource
+        return {**({accelerator: 0} if accelerator else {}), EFA_KEY: 0}
     accelerator = pool.resolved_accelerator_resource
     if pool.accelerators_per_node and accelerator:
         expected[accelerator] = pool.accelerators_per_node
