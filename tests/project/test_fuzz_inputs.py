@@ -98,13 +98,12 @@ def test_mutated_seed_stack_renders_or_is_refused(mutation):
             assert not (Path(folder) / "out").exists()
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
-@given(mutation=mutations(DRA_EFA))
-def test_mutated_dra_stack_is_refused_or_passes_its_own_pack(mutation):
-    # As for the EFA stack: a deviceAllocation: dra pool's rules (cluster version, provisioner, PCIe layout, claims)
-    # refuse at render what the pack would refuse, never the other way round.
+def assert_refused_at_render_or_passes_its_pack(document, mutation) -> None:
+    """``check`` renders, then runs the pack. Exit 1 is allowed only for the stack's own refusal at render
+    (a mandatory policy's rule, stderr, nothing rendered); a violation the pack found in a render (stdout)
+    would mean the stack accepted what its pack refuses."""
     with tempfile.TemporaryDirectory() as folder:
-        outcome = render_file(Path(folder), dump(mutate(DRA_EFA, *mutation)), command="check")
+        outcome = render_file(Path(folder), dump(mutate(document, *mutation)), command="check")
         assert_clean(outcome, {0, 1, 2})
         if outcome.code == 1:
             assert "(policy " in outcome.err and outcome.out == "", outcome.describe()
@@ -113,14 +112,14 @@ def test_mutated_dra_stack_is_refused_or_passes_its_own_pack(mutation):
 @FUZZ
 @given(mutation=mutations(AWS_EFA))
 def test_mutated_efa_stack_is_refused_or_passes_its_own_pack(mutation):
-    # check renders, then runs the pack. Exit 1 is allowed only for the stack's own refusal at render
-    # (a mandatory policy's rule, stderr, nothing rendered); a violation the pack found in a render
-    # (stdout) would mean the stack accepted what its pack refuses.
-    with tempfile.TemporaryDirectory() as folder:
-        outcome = render_file(Path(folder), dump(mutate(AWS_EFA, *mutation)), command="check")
-        assert_clean(outcome, {0, 1, 2})
-        if outcome.code == 1:
-            assert "(policy " in outcome.err and outcome.out == "", outcome.describe()
+    assert_refused_at_render_or_passes_its_pack(AWS_EFA, mutation)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(mutation=mutations(DRA_EFA))
+def test_mutated_dra_stack_is_refused_or_passes_its_own_pack(mutation):
+    # A deviceAllocation: dra pool's rules (cluster version, provisioner, PCIe layout, device plugins) too.
+    assert_refused_at_render_or_passes_its_pack(DRA_EFA, mutation)
 
 
 MANIFESTS = [document for name in ("qwen-pd.yaml", "mooncake-dram.yaml")
