@@ -12,9 +12,10 @@ import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+TESTS = Path(__file__).resolve().parent.parent / "tests"
+sys.path[:0] = [str(TESTS), str(TESTS / "project")]  # support.* helpers, and the table's test module
 
-from bad_input import render_file  # noqa: E402
+from support.bad_input import render_file  # noqa: E402
 from test_bad_input import CASES  # noqa: E402
 
 

@@ -30,8 +30,8 @@ import yaml
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_DIR / "tests"))
 
-from fake_kube import FakeApiServer, FakeCluster, kubelet_config, node  # noqa: E402
-from verify_clusters import apply  # noqa: E402
+from support.fake_kube import FakeApiServer, FakeCluster, kubelet_config, node  # noqa: E402
+from support.verify_clusters import apply  # noqa: E402
 
 POOLS = 16
 NAMESPACES = 8
