@@ -22,15 +22,10 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from gpu_fabric.config.pool import claim_template_name_of
+from gpu_fabric.kube.dra_claims import EFA_DEVICE_CLASS, GPU_DEVICE_CLASS, PCIE_ROOT_ATTRIBUTE, RESOURCE_API_VERSION
 
-RESOURCE_API_VERSION = "resource.k8s.io/v1"
-GPU_DEVICE_CLASS = "gpu.nvidia.com"
-"""NVIDIA's DRA driver's GPU DeviceClass (kubernetes-sigs/dra-driver-nvidia-gpu, created by its chart)."""
-EFA_DEVICE_CLASS = "efa.networking.k8s.aws"
-"""AWS's EFA DeviceClass over DRANET (driver ``dra.net``; created by the ``eks/aws-dranet`` chart)."""
 DRA_DEVICE_CLASSES = (EFA_DEVICE_CLASS, GPU_DEVICE_CLASS)
-PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
-"""The standard attribute both drivers publish (KEP-4381)."""
+"""The DeviceClasses the stack's templates claim (both created by their drivers' charts)."""
 ALLOCATION_RESULTS_MAX = 32
 """At most 32 devices per claim: ``AllocationResultsMaxSize`` in k8s.io/api ``resource/v1/types.go``."""
 REQUESTS_MAX = 32

@@ -45,6 +45,8 @@ DRA_CLAIM_SHAPE = Rule(
     policy=POLICY, refusal=Refusal.INPUT)
 
 RESOURCE_GROUP = "resource.k8s.io"
+RESOURCE_API_VERSION = f"{RESOURCE_GROUP}/v1"
+"""Dynamic Resource Allocation's API, GA since Kubernetes 1.34 (KEP-4381)."""
 CLAIM_TEMPLATE_KIND = "ResourceClaimTemplate"
 CLAIM_KIND = "ResourceClaim"
 DEVICE_CLASS_KIND = "DeviceClass"
@@ -56,9 +58,12 @@ NIC_DRIVERS = frozenset({DRANET_DRIVER, AWS_NETWORKING_DRIVER})
 GPU_DRIVERS = frozenset({NVIDIA_GPU_DRIVER})
 
 EFA_DEVICE_CLASS = "efa.networking.k8s.aws"
+"""AWS's EFA DeviceClass over DRANET (driver ``dra.net``; created by the ``eks/aws-dranet`` chart)."""
+GPU_DEVICE_CLASS = "gpu.nvidia.com"
+"""NVIDIA's DRA driver's GPU DeviceClass (kubernetes-sigs/dra-driver-nvidia-gpu, created by its chart)."""
 DRANET_DEVICE_CLASSES = frozenset({EFA_DEVICE_CLASS, "dranet.net"})
 NIC_DEVICE_CLASSES = DRANET_DEVICE_CLASSES | {"roce.networking.k8s.aws"}
-NVIDIA_GPU_DEVICE_CLASSES = frozenset({"gpu.nvidia.com"})
+NVIDIA_GPU_DEVICE_CLASSES = frozenset({GPU_DEVICE_CLASS})
 
 PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
 # KEP-6072's standard name and DRANET's own (pkg/apis/attributes.go); NVIDIA's GPU driver publishes

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Optional
 from urllib.parse import quote, urlencode
 
+from gpu_fabric.kube.dra_claims import RESOURCE_API_VERSION
 from gpu_fabric.verify import answers
 from gpu_fabric.verify.api import ClusterUnavailable, RecordingError, Response, Transport, refuse_credential
 from gpu_fabric.verify.checks import node_name, pool_members
@@ -134,8 +135,6 @@ def _paged(transport: Transport, path: str, what: str, page_size: int,
 
 
 LIST_PAGE_SIZE = 500
-RESOURCE_API = "resource.k8s.io/v1"
-"""Dynamic Resource Allocation's API, GA since Kubernetes 1.34 (KEP-4381)."""
 DRA_KINDS = ("ResourceClaim", "ResourceSlice")
 
 
@@ -147,7 +146,7 @@ def list_all(transport: Transport, path: str, what: str) -> list[Any]:
 
 def dra_refs(namespaces: Iterable[str]) -> list[ObjectRef]:
     """The kinds :func:`read_dra` lists, for discovery (none when the stack renders no claim template)."""
-    return [ObjectRef(RESOURCE_API, kind, "", "") for kind in DRA_KINDS] if list(namespaces) else []
+    return [ObjectRef(RESOURCE_API_VERSION, kind, "", "") for kind in DRA_KINDS] if list(namespaces) else []
 
 
 def read_dra(transport: Transport, namespaces: Iterable[str],
@@ -161,15 +160,15 @@ def read_dra(transport: Transport, namespaces: Iterable[str],
     wanted = sorted(set(namespaces))
     if not wanted:
         return [], []
-    root = discovery_path(*ObjectRef(RESOURCE_API, "", "", "").group_version)
-    claims_plural = resources[(RESOURCE_API, "ResourceClaim")][0]
+    root = discovery_path(*ObjectRef(RESOURCE_API_VERSION, "", "", "").group_version)
+    claims_plural = resources[(RESOURCE_API_VERSION, "ResourceClaim")][0]
     claims: list[Any] = []
     for namespace in wanted:
         claims.extend(list_all(transport, f"{root}/namespaces/{quote(namespace)}/{quote(claims_plural)}",
                                f"the ResourceClaims of namespace {namespace}"))
     if not claims:
         return [], []
-    slices = list_all(transport, f"{root}/{quote(resources[(RESOURCE_API, 'ResourceSlice')][0])}", "the ResourceSlices")
+    slices = list_all(transport, f"{root}/{quote(resources[(RESOURCE_API_VERSION, 'ResourceSlice')][0])}", "the ResourceSlices")
     return claims, slices
 
 
