@@ -74,23 +74,19 @@ def _capacity_of_file_deployments(config: Any, manifests: Sequence[Mapping[str, 
     """``pool-accelerator-capacity`` for the files' ModelDeployments added to the stack's own: the pools at their
     largest size must hold every role's accelerators (the rule ``load_config`` and the pack run). The stack's
     own deployments come first (they fit: the stack loaded), so a pool overfilled is blamed on a file's role."""
-    from gpu_fabric.config.shapes import as_mapping
     from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP
     from gpu_fabric.gpustack.objects import model_deployment
+    from gpu_fabric.kube.workloads import object_ref
     from gpu_fabric.plan.pool_capacity import capacity_findings, pool_capacity_of
-
-    def ref(manifest: Mapping[str, Any]) -> tuple[str, str]:
-        metadata = as_mapping(manifest.get("metadata"))
-        return str(metadata.get("namespace") or "default"), str(metadata.get("name"))
 
     in_files = [m for m in manifests if m.get("kind") == "ModelDeployment"
                 and str(m.get("apiVersion", "")).startswith(f"{GPUSTACK_GROUP}/")]
     if not in_files:
         return []
-    file_refs = {ref(m) for m in in_files}
-    own = [manifest for d in config.model_deployments if ref(manifest := model_deployment(d)) not in file_refs]
+    file_refs = {object_ref(m) for m in in_files}
+    own = [manifest for d in config.model_deployments if object_ref(manifest := model_deployment(d)) not in file_refs]
     findings = capacity_findings([pool_capacity_of(pool) for pool in config.pools], [*own, *in_files])
-    return [f for f in findings if f.subject is not None and (f.subject.namespace or "default", f.subject.name) in file_refs]
+    return [finding for finding in findings if finding.subject in file_refs]
 
 
 def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str, Any], str]]) -> int:
@@ -152,7 +148,8 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     # The pack counts every LocalQueue of the stack; here those are the stack's own and any the files declare.
     declared = declared_local_queues([*kueue_manifests(config), *manifests])
     queue_findings = [finding for manifest in manifests for finding in workload_queue_findings(manifest, declared)]
-    queue_findings += _capacity_of_file_deployments(config, manifests)
+    # Both print as "subject path: message [rule]".
+    object_findings = [*queue_findings, *_capacity_of_file_deployments(config, manifests)]
 
     lines = [f"stack {stack}: {len(pools)} pools ({', '.join(f'{p.name} ({p.fabric})' for p in pools)})"]
     for finding in report.findings:
@@ -161,14 +158,14 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
         subject = str(advertiser.subject)
         source = sources.get(subject) or (f"stack {stack}" if subject in own_refs else "?")
         lines.append(f"{str(advertiser.severity).upper()} {source}: {pool_finding_line(advertiser)}")
-    for finding in queue_findings:
+    for finding in object_findings:
         lines.append(f"{str(finding.severity).upper()} {sources.get(str(finding.subject), '?')}: {finding.subject} "
                      f"{finding.path}: {finding.message} [{finding.rule_id}]")
     for finding in dra:
         lines.append(f"{str(finding.severity).upper()} {sources.get(str(finding.subject), '?')}: {finding} [{finding.rule_id}]")
     for ref, path, why in report.not_judged:
         lines.append(f"NOT JUDGED {sources.get(ref, '?')}: {ref} {path}: {why}")
-    later = [*advertisers, *queue_findings, *dra]
+    later = [*advertisers, *object_findings, *dra]
     errors = len(report.errors) + sum(1 for f in later if f.is_error)
     warnings = len(report.warnings) + sum(1 for f in later if not f.is_error)
     lines.append(f"{len(report.judged)} pod templates judged, {len(report.not_judged)} not judged, "
