@@ -75,21 +75,26 @@ def _boolean_for_number(annotation: Any, value: Any) -> bool:
     return False
 
 
-def number_problems(value: Any, location: Sequence[Any] = ()) -> Iterable[Finding]:
-    """Numbers no configuration may hold, by path: NaN, infinities, and integers beyond 2**53."""
-    if isinstance(value, bool):
-        return
-    if isinstance(value, float) and not math.isfinite(value):
-        yield Finding.of(CONFIGURATION, FieldPath.from_location(location), f"{value!r} is not a finite number")
-    elif isinstance(value, (int, float)) and abs(value) > MAX_EXACT_INTEGER:
-        yield Finding.of(CONFIGURATION, FieldPath.from_location(location),
-                         f"{value:g} is too large (numbers beyond 2**53 do not survive Pulumi's wire)")
-    elif isinstance(value, dict):
+def _numbers(value: Any, location: Sequence[Any] = ()) -> Iterable[tuple[Sequence[Any], int | float]]:
+    """``(location, number)`` for every number (not a boolean) inside nested mappings and lists."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield location, value
+    elif isinstance(value, Mapping):
         for key, item in value.items():
-            yield from number_problems(item, [*location, key])
+            yield from _numbers(item, [*location, key])
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            yield from number_problems(item, [*location, index])
+            yield from _numbers(item, [*location, index])
+
+
+def number_problems(value: Any, location: Sequence[Any] = ()) -> Iterable[Finding]:
+    """Numbers no configuration may hold, by path: NaN, infinities, and integers beyond 2**53."""
+    for where, number in _numbers(value, location):
+        if isinstance(number, float) and not math.isfinite(number):
+            yield Finding.of(CONFIGURATION, FieldPath.from_location(where), f"{number!r} is not a finite number")
+        elif abs(number) > MAX_EXACT_INTEGER:
+            yield Finding.of(CONFIGURATION, FieldPath.from_location(where),
+                             f"{number:g} is too large (numbers beyond 2**53 do not survive Pulumi's wire)")
 
 
 FINITE_NUMBERS = Rule(
@@ -102,15 +107,10 @@ FINITE_NUMBERS = Rule(
 
 def non_finite_numbers(value: Any, location: Sequence[Any] = ()) -> Iterable[Finding]:
     """Every NaN or infinite number in ``value`` (a resource's inputs), by path, as findings of :data:`FINITE_NUMBERS`."""
-    if isinstance(value, float) and not math.isfinite(value):
-        yield Finding.of(FINITE_NUMBERS, FieldPath.from_location(location),
-                         f"{value!r} is not a finite number (nothing downstream can take it)")
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from non_finite_numbers(item, [*location, key])
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            yield from non_finite_numbers(item, [*location, index])
+    for where, number in _numbers(value, location):
+        if isinstance(number, float) and not math.isfinite(number):
+            yield Finding.of(FINITE_NUMBERS, FieldPath.from_location(where),
+                             f"{number!r} is not a finite number (nothing downstream can take it)")
 
 
 def field_problem(model: str, path: str, message: str, value: Any = None) -> ValidationError:
