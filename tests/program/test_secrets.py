@@ -138,14 +138,14 @@ def test_a_plain_token_the_engine_hands_the_program_is_refused_and_a_secret_one_
     import copy
 
     from gpu_fabric.config.base import ConfigError
-    from gpu_fabric.program.stack import plaintext_credential_problems
+    from gpu_fabric.config.secrets import configuration_credentials
     from support.stack_configs import stack_values
 
     values = copy.deepcopy(stack_values("seed-rdma"))
     values["modelDeployments"][0]["roles"][0]["env"] = [{"name": "HF_TOKEN", "value": "hf_" + "a" * 34}]
-    [(path, message)] = plaintext_credential_problems(values, secret_keys=[])
+    [(path, message)] = configuration_credentials(values, "gpu-fabric", secret_keys=[])
     assert path == "modelDeployments[0].roles[0].env[0].value" and "hf_" not in message
     assert "pulumi config set --secret --path 'gpu-fabric:modelDeployments[0].roles[0].env[0].value'" in message
-    assert plaintext_credential_problems(values, secret_keys=["modelDeployments"]) == []
+    assert configuration_credentials(values, "gpu-fabric", secret_keys=["modelDeployments"]) == []
     with pytest.raises(ConfigError, match="HF_TOKEN looks like a credential"):
         render_stack("seed-rdma", PROJECT_DIR, config={f"gpu-fabric:{k}": v for k, v in values.items()})

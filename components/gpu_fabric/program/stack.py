@@ -15,6 +15,7 @@ from gpu_fabric.resources.fabric import GpuFabric, fabric_args
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.cluster import KubernetesTarget
 from gpu_fabric.config.fabric import CONFIG_NAMESPACE, SECRET_CAPABLE_KEYS, config_keys
+from gpu_fabric.config.secrets import configuration_credentials
 from gpu_fabric.config.suggestions import did_you_mean
 from gpu_fabric.kube.kueue import device_class_mappings
 from gpu_fabric.validation.configuration import load_config
@@ -98,23 +99,12 @@ def build_stack(name: str = "fabric") -> GpuFabric:
         raise ConfigurationRefused(error) from None
 
 
-def plaintext_credential_problems(values: dict[str, Any], secret_keys: list[str]) -> list[tuple[str, str]]:
-    """``(path, message)`` for each credential a key the stack does not hold as a secret carries in plain text.
-
-    Under ``pulumi up`` the program never sees the stack file, only the values the engine hands it, and
-    which keys are secrets (``pulumi.runtime.config.is_config_secret``): a token in a plain key is as
-    published as in the file that ``render`` and ``check`` refuse (the same check,
-    :func:`gpu_fabric.config.secrets.configuration_credentials`). A secret key's decrypted value is not judged.
-    """
-    from gpu_fabric.config.secrets import configuration_credentials
-
-    return configuration_credentials(values, CONFIG_NAMESPACE, secret_keys)
-
-
 def _build_stack(name: str) -> GpuFabric:
     values = read_configuration()
     secret_keys = secret_configuration_keys()
-    credentials = plaintext_credential_problems(values, secret_keys)
+    # Under pulumi up the program sees the engine's values, not the stack file: the file's own credential check,
+    # on the keys the stack does not hold as secrets (a secret key's decrypted value is not judged).
+    credentials = configuration_credentials(values, CONFIG_NAMESPACE, secret_keys)
     if credentials:
         raise ConfigError(credentials)
     secret_kinds = {SECRET_CAPABLE_KEYS[key] for key in secret_keys}
