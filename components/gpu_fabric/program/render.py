@@ -24,6 +24,7 @@ import traceback
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.secrets import SECRET_PLACEHOLDER, hide_secure
 from gpu_fabric.config.stack_file import StackFileError
+from gpu_fabric.program.collector import collector_paused
 from gpu_fabric.program.isolation import ProgramExited, exits_refused, stdout_to_stderr
 from gpu_fabric.program.project import DEFAULT_PROJECT_NAME, ProjectError, read_project
 
@@ -264,7 +265,8 @@ def render_stack(
     A program that stops early (``sys.exit``, ``os._exit``, in its body or in an ``apply`` callback), or a
     project's program that registers no resource, raises :class:`StackProgramError` naming it: a render
     of part of a program, or of none, would be checked vacuously. What the program writes on stdout goes to stderr
-    (:mod:`gpu_fabric.program.isolation`).
+    (:mod:`gpu_fabric.program.isolation`). The cyclic garbage collector is paused while it runs and restored
+    as it was (:mod:`gpu_fabric.program.collector`).
 
     ``ask_ec2`` (benchmarks/ec2_calls.py) takes instance facts as ``pulumi up`` does -- EC2 with the
     stack's ``aws:`` settings and the shell's AWS environment -- instead of the bundled table; the
@@ -293,7 +295,7 @@ def render_stack(
     values = config if config is not None else load_stack_config(project.folder, stack)
     environment: contextlib.AbstractContextManager[None] = contextlib.nullcontext() if ask_ec2 else hermetic_environment()
     try:
-        with environment, stdout_to_stderr(), exits_refused():
+        with collector_paused(), environment, stdout_to_stderr(), exits_refused():
             with _own_event_loop():
                 result = contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview, project.name,
                                                    not ask_ec2)

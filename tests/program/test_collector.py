@@ -1,0 +1,67 @@
+"""The garbage collector is paused while a command or a render runs, and given back exactly as it was."""
+
+from __future__ import annotations
+
+import gc
+
+import pulumi
+import pytest
+
+from gpu_fabric.program.collector import collector_paused
+from gpu_fabric.program.render import render_stack
+from tests.support.bad_input import run_cli
+from tests.support.stack_configs import PROJECT_DIR
+
+
+@pytest.fixture
+def collector_state():
+    enabled = gc.isenabled()
+    yield
+    (gc.enable if enabled else gc.disable)()
+
+
+def test_a_pause_stops_the_collector_and_the_outermost_end_restores_it(collector_state) -> None:
+    gc.enable()
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled(), "the inner pause ended, the outer one still holds"
+    assert gc.isenabled()
+
+
+def test_a_pause_restores_a_collector_that_was_off(collector_state) -> None:
+    gc.disable()
+    with collector_paused():
+        pass
+    assert not gc.isenabled(), "a caller that had turned the collector off keeps it off"
+
+
+def test_a_pause_ends_on_an_error_too(collector_state) -> None:
+    gc.enable()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+
+
+def test_the_stack_program_runs_with_the_collector_paused_and_gets_it_back(collector_state) -> None:
+    gc.enable()
+    seen: list[bool] = []
+
+    def program() -> None:
+        seen.append(gc.isenabled())
+        pulumi.ComponentResource("test:index:Probe", "probe")
+
+    result = render_stack("seed-rdma", PROJECT_DIR, config={}, program=program)
+    assert [r.name for r in result.resources] == ["probe"]
+    assert seen == [False], "the collector ran while the program registered"
+    assert gc.isenabled()
+
+
+def test_a_command_in_process_gives_the_collector_back(collector_state) -> None:
+    gc.enable()
+    assert run_cli("check", "--stack", "seed-rdma", cwd=PROJECT_DIR).code == 0
+    assert gc.isenabled()
+    gc.disable()
+    run_cli("--version")
+    assert not gc.isenabled()
