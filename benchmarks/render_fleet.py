@@ -6,9 +6,13 @@ deployments by four. Each size renders in its own process (the stack program und
 runtime, exactly as ``gpu-fabric render`` runs it) so peak RSS is that size's alone.
 
 The floor, "bare": the very resources the scale-1 render registered (types, names, parents,
-inputs), registered by a flat program of ``pulumi.CustomResource``/``ComponentResource`` under the
-same offline runtime, in a process of its own -- what the SDK costs without gpu-fabric's
-configuration, planning and components.
+inputs), registered by a plain program -- ``pulumi.CustomResource``/``ComponentResource`` under Pulumi's own
+mock runtime (``pulumi.runtime.set_mocks``), no gpu-fabric code, the interpreter's defaults -- in a process of
+its own: what the SDK costs a program that registers these resources, without gpu-fabric's configuration,
+planning and components, and without what gpu-fabric does to its own process (offline renders capture no
+per-resource stack traces, :func:`gpu_fabric.program.render.without_stack_traces`, and pause the cyclic
+garbage collector, :mod:`gpu_fabric.program.collector`). The same program with the collector paused is
+printed beside it, so the share of that pause in the ratio is in plain sight.
 
 Figures: CPU seconds of the render (``time.process_time``, the steadier figure on a shared machine;
 the ratios use it), wall seconds beside it, and the process's peak RSS (``getrusage`` ``ru_maxrss``).
@@ -32,7 +36,13 @@ Measured on the shared 2-core machine (CPU seconds; wall doubled by the other jo
 
 On a quiet machine, after the merge of that work with the capacity rule (pools' ``nodeCount`` grows with
 the scale): bare 2.73 s (peak 143 MiB), x1 4.06 s (peak 192 MiB), x4 16.3 s (peak 509 MiB); fleet / bare
-1.49x (target met, narrowly: runs vary by a few hundredths), 4x / 1x 4.01.
+1.49x (target met, narrowly: runs vary by a few hundredths), 4x / 1x 4.01. That bare program ran through
+gpu-fabric's ``render_stack`` (its mock monitor, no stack traces).
+
+With the collector paused in renders (quiet machine): x1 2.69 s (peak 208 MiB), x4 9.96 s (peak 496 MiB),
+4x / 1x 3.70; the plain bare program 3.35 s (peak 137 MiB), so fleet / bare 0.80x; the bare program with the
+collector paused 1.14 s (peak 152 MiB), fleet / that 2.36x. The pause is most of the gain: the collector's
+passes over a heap that only grows were 2.2 s of the plain bare program's 3.35 s.
 
 What remains is mostly the SDK's own work for what gpu-fabric registers and the bare program does
 not: typed inputs (``pulumi_kubernetes.apiextensions.CustomResource`` serialized against its input
@@ -114,27 +124,50 @@ def measure(scale: int, dump: Path | None = None) -> dict:
     return figures
 
 
-def measure_bare(resources_file: Path) -> dict:
-    """Register the resources ``resources_file`` lists, flat, under the same offline runtime; return the figures."""
+def measure_bare(resources_file: Path, paused: bool = False) -> dict:
+    """Register the resources ``resources_file`` lists, flat, in a plain Pulumi program; return the figures.
+
+    Plain: Pulumi's own mock runtime (``pulumi.runtime.set_mocks``), ``pulumi.CustomResource`` and
+    ``ComponentResource``, the interpreter's defaults -- no gpu-fabric code at all, so nothing of what
+    gpu-fabric does to its own process (no per-resource stack traces, the collector paused) is in the floor.
+    ``paused``: the same program with the garbage collector paused as a render pauses it, to show how much
+    of the difference is that pause.
+    """
+    import asyncio
+    import gc
+
     import pulumi
 
-    from gpu_fabric.program.render import render_stack
+    if paused:
+        gc.disable()
+
+    class Mocks(pulumi.runtime.Mocks):
+        def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+            return f"{args.name}_id", args.inputs
+
+        def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+            return {}
 
     listed = json.loads(resources_file.read_text())
-
-    def program() -> None:
-        registered: dict[str, pulumi.Resource] = {}
-        for entry in listed:
-            opts = pulumi.ResourceOptions(parent=registered.get(entry["parent"]))
-            if entry["custom"]:
-                made: pulumi.Resource = pulumi.CustomResource(entry["type"], entry["name"], dict(entry["inputs"]), opts)
-            else:
-                made = pulumi.ComponentResource(entry["type"], entry["name"], None, opts)
-            registered[entry["urn"]] = made
-
     started_cpu, started_wall = time.process_time(), time.perf_counter()
-    result = render_stack("fleet-x1", PROJECT_DIR, config={}, program=program)
-    return _figures(started_cpu, started_wall, scale="bare", resources=len(result.resources))
+    pulumi.runtime.set_mocks(Mocks(), project="fleet", stack="fleet-x1", preview=False)
+    registered: dict[str, pulumi.Resource] = {}
+    for entry in listed:  # parents first (the --dump order)
+        opts = pulumi.ResourceOptions(parent=registered.get(entry["parent"]))
+        if entry["custom"]:
+            made: pulumi.Resource = pulumi.CustomResource(entry["type"], entry["name"], dict(entry["inputs"]), opts)
+        else:
+            made = pulumi.ComponentResource(entry["type"], entry["name"], None, opts)
+        registered[entry["urn"]] = made
+
+    async def drain() -> None:  # every registration the program started, to its end
+        while pending := [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]:
+            await asyncio.gather(*pending)
+
+    loop = asyncio.get_event_loop()
+    loop.run_until_complete(drain())
+    loop.close()
+    return _figures(started_cpu, started_wall, scale="bare", resources=len(registered))
 
 
 def in_child(components: Path, *options: str) -> dict:
@@ -149,17 +182,19 @@ def main() -> None:
     parser.add_argument("--scale", type=int, help="render one size in this process")
     parser.add_argument("--dump", type=Path, help="with --scale: write the registered resources to this file")
     parser.add_argument("--bare", type=Path, help="register the resources of a --dump file bare, in this process")
+    parser.add_argument("--paused", action="store_true", help="with --bare: the collector paused, as in a render")
     parser.add_argument("--components", type=Path, default=PROJECT_DIR / "components",
                         help="the source root whose gpu_fabric is measured (default: this tree's)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     if args.scale or args.bare:
-        figures = measure(args.scale, args.dump) if args.scale else measure_bare(args.bare)
+        figures = measure(args.scale, args.dump) if args.scale else measure_bare(args.bare, args.paused)
         print(json.dumps(figures) if args.json else figures)
         return
     dump = Path(tempfile.mkdtemp(prefix="bench-fleet-")) / "resources.json"
     small = in_child(args.components, "--scale", "1", "--dump", str(dump))
     bare = in_child(args.components, "--bare", str(dump))
+    bare_paused = in_child(args.components, "--bare", str(dump), "--paused")
     large = in_child(args.components, "--scale", "4")
     print(f"gpu_fabric from {args.components}; python {sys.version.split()[0]}")
     for figures in (bare, small, large):
@@ -169,6 +204,8 @@ def main() -> None:
     ratio = small["cpu"] / bare["cpu"]
     print(f"fleet / bare (cpu): {ratio:.2f}x (target <= 1.5x: {'met' if ratio <= 1.5 else 'NOT met'}); "
           f"peak {small['peak_mib'] - bare['peak_mib']:+.1f} MiB over bare")
+    print(f"  the bare program with the collector paused as a render pauses it: cpu {bare_paused['cpu']:.2f} s, "
+          f"peak {bare_paused['peak_mib']:.1f} MiB; fleet / that: {small['cpu'] / bare_paused['cpu']:.2f}x")
     print(f"time ratio 4x/1x (cpu): {large['cpu'] / small['cpu']:.2f} (target <= 4.5); "
           f"4x under 20 s (wall): {'yes' if large['seconds'] < 20 else 'NO'}")
 
