@@ -9,8 +9,8 @@ import pytest
 
 from gpu_fabric.program.collector import collector_paused
 from gpu_fabric.program.render import render_stack
-from tests.support.bad_input import run_cli
-from tests.support.stack_configs import PROJECT_DIR
+from support.bad_input import run_cli
+from support.stack_configs import PROJECT_DIR
 
 
 @pytest.fixture

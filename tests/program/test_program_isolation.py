@@ -72,6 +72,49 @@ def test_a_program_that_registers_nothing_is_an_error_and_never_no_violations(tm
     assert "no policy violations" not in outcome.out + outcome.err and outcome.out == ""
 
 
+FAILING_REGISTRATIONS = {
+    "an apply callback that raises": (
+        "import pulumi\n\ndef owner(_):\n    raise KeyError('team')\n\n"
+        "pulumi.CustomResource('kubernetes:core/v1:ConfigMap', 'owners', {'apiVersion': 'v1', 'kind': 'ConfigMap', "
+        "'data': {'owner': pulumi.Output.from_input(1).apply(owner)}})\n",
+        "raised KeyError at {program}:4: 'team'"),
+    "an input Pulumi cannot serialize": (
+        "import pulumi\n\npulumi.CustomResource('kubernetes:core/v1:ConfigMap', 'owners', "
+        "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'data': {'owner': object()}})\n",
+        "raised ValueError while registering kubernetes:core/v1:ConfigMap 'owners': unexpected input of type object"),
+}
+
+
+@pytest.mark.parametrize("command", ["render", "check", "verify"])
+@pytest.mark.parametrize("case", list(FAILING_REGISTRATIONS))
+def test_a_registration_that_fails_after_the_program_returned_is_one_line_naming_the_resource(tmp_path, command, case):
+    # Pulumi raises these from its event loop after the program's body returned, wrapped in "While processing
+    # resource" layers; they once left the command as a traceback.
+    text, expected = FAILING_REGISTRATIONS[case]
+    folder, program = project(tmp_path, text)
+    outcome = run_cli(*command_args(command, folder))
+    assert outcome.code == 2 and not outcome.crashed, outcome.describe()
+    assert outcome.err.count("\n") == 1 and outcome.out == "", outcome.describe()
+    assert f"the stack program {program} " in outcome.err, outcome.describe()
+    assert expected.format(program=program) in outcome.err, outcome.describe()
+    assert not (folder / "out").exists()
+
+
+def test_a_refusal_of_gpu_fabric_inside_an_apply_is_one_line_naming_the_resource_and_the_path(tmp_path):
+    # Pulumi keeps only the text of an error raised in an apply (wait_for_rpcs re-raises the registration's
+    # ValueError from itself), so the refusal arrives as that text, on one line.
+    folder, program = project(tmp_path, PROGRAM + (
+        "import pulumi\nfrom gpu_fabric.config.base import ConfigError\n\n"
+        "def refuse(_):\n    raise ConfigError([('pools[0].name', 'no such pool')])\n\n"
+        "pulumi.CustomResource('kubernetes:core/v1:ConfigMap', 'late', "
+        "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'data': {'a': pulumi.Output.from_input(1).apply(refuse)}})\n"))
+    outcome = run_cli(*command_args("render", folder))
+    assert outcome.code == 2 and not outcome.crashed, outcome.describe()
+    assert outcome.err == (f"gpu-fabric: stack seed-rdma: the stack program {program} raised ValueError while registering "
+                           "kubernetes:core/v1:ConfigMap 'late': invalid gpu-fabric configuration: pools[0].name: "
+                           "no such pool\n"), outcome.describe()
+
+
 def test_a_program_function_that_exits_is_refused_too():
     import sys as _sys
 

@@ -44,12 +44,64 @@ class StackProgramError(RuntimeError):
 
 
 def _program_failure(path: str, error: Exception) -> StackProgramError:
-    frames = traceback.extract_tb(error.__traceback__)
-    own = [frame for frame in frames if Path(frame.filename).resolve() == Path(path).resolve()]
-    frame = own[-1] if own else (frames[-1] if frames else None)
-    where = f" at {frame.filename}:{frame.lineno}" if frame is not None else ""
     text = " ".join(str(error).split()) or "(no message)"
-    return StackProgramError(f"the stack program {path} raised {type(error).__name__}{where}: {text}")
+    return StackProgramError(f"the stack program {path} raised {type(error).__name__}{_location(path, error)}: {text}")
+
+
+def _program_frames(path: str, error: BaseException) -> list[traceback.FrameSummary]:
+    return [frame for frame in traceback.extract_tb(error.__traceback__)
+            if Path(frame.filename).resolve() == Path(path).resolve()]
+
+
+def _location(path: str, error: BaseException) -> str:
+    """`` at FILE:LINE``: the program's last frame in ``error``'s traceback, else its last frame at all."""
+    frames = traceback.extract_tb(error.__traceback__)
+    own = _program_frames(path, error)
+    frame = own[-1] if own else (frames[-1] if frames else None)
+    return f" at {frame.filename}:{frame.lineno}" if frame is not None else ""
+
+
+_PULUMI_RESOURCE_LINE = re.compile(r"While processing resource: '([^']*)', type: '([^']*)'")
+_PULUMI_RISEN = re.compile(r"(\w+) has risen: ")
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """``error`` and what it was raised from, outermost first (a cycle ends the walk)."""
+    chain: list[BaseException] = []
+    current: Optional[BaseException] = error
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _registration_failure(path: str, error: Exception) -> Exception:
+    """An error that left the program's registrations after its body returned (an ``apply`` callback that
+    raised, an input that could not be serialized): Pulumi wraps it in ``ValueError("While processing
+    resource: ...")`` layers (pulumi/pulumi sdk/python/lib/pulumi/runtime/resource.py, ``do_register``).
+
+    gpu-fabric's own refusal anywhere in that chain is raised as it is (reported at its configuration path);
+    anything else becomes one line: the innermost error, where in the program it was raised, and the resource
+    Pulumi was registering.
+    """
+    chain = _causes(error)
+    own = next((cause for cause in chain if isinstance(cause, (ConfigError, StackFileError, StackProgramError))), None)
+    if own is not None:
+        return own
+    root = chain[-1]
+    # Pulumi keeps no frame of an ``apply`` callback that raised; where none of the program's frames is left,
+    # the line names the resource instead of pointing into Pulumi's own code.
+    located = next((cause for cause in reversed(chain) if _program_frames(path, cause)), None)
+    where = _location(path, located) if located is not None else ""
+    resource = next((match for cause in chain if (match := _PULUMI_RESOURCE_LINE.search(str(cause)))), None)
+    registering = f" while registering {resource.group(2)} {resource.group(1)!r}" if resource else ""
+    kind, text = type(root).__name__, str(root)
+    # Pulumi may fold the chain into one message ("While processing ...\nValueError has risen: <inner>"):
+    # the innermost layer is the program's own error.
+    if layers := list(_PULUMI_RISEN.finditer(text)):
+        kind, text = layers[-1].group(1), text[layers[-1].end():]
+    text = " ".join(text.split()) or "(no message)"
+    return StackProgramError(f"the stack program {path} raised {kind}{where}{registering}: {text}")
 
 
 @dataclass(frozen=True)
@@ -303,6 +355,12 @@ def render_stack(
         # Caught here, not around the program's call alone: an exit inside an ``apply`` callback
         # leaves through Pulumi's event loop, after the program function has returned.
         raise _program_exit(where, exited) from None
+    except (ConfigError, StackFileError, StackProgramError):
+        raise
+    except Exception as error:
+        if program is not None:
+            raise  # a caller's harness: its errors are its own to read
+        raise _registration_failure(path, error) from error
     if not result.resources and program is None:
         # The project's program (what every command runs) must register something; a ``program``
         # function is a caller's harness, which may test that nothing gets registered.
@@ -348,7 +406,15 @@ def _own_event_loop() -> Iterator[None]:
             except (SystemExit, ProgramExited):
                 pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
         loop.close()
+        # The render is over and its first error, if any, was raised to the caller. Its futures are collected
+        # later (the collector was paused during the render), and one that held an error would then print
+        # "Future exception was never retrieved" into whatever the process is doing by that time.
+        loop.set_exception_handler(_render_over)
         policy.set_event_loop(previous)
+
+
+def _render_over(loop: Any, context: dict[str, Any]) -> None:
+    """A finished render's loop reports nothing (see :func:`_own_event_loop`)."""
 
 
 def _unretrieved_exits_ignored(loop: Any, context: dict[str, Any]) -> None:
