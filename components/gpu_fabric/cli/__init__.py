@@ -80,8 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gpu-fabric`` console script; returns the process exit code.
 
     The cyclic garbage collector is paused while the command runs (:mod:`gpu_fabric.program.collector`:
-    a command keeps what it allocates to the end, and the collector's passes were a seventh of a render's
-    time) and restored as it was on return.
+    a command keeps what it allocates to the end, and the collector's passes were up to a seventh of a
+    render's time) and restored as it was on return.
     """
     from gpu_fabric.program.collector import collector_paused
 

@@ -7,7 +7,7 @@ and every few of those passes the whole heap. Measured on a 2-core machine (``py
 benchmarks/render_fleet.py``, CPU seconds): the 2,099-resource fleet renders in 3.9 s with the collector
 and 1.9 s without it, the 8,243-resource fleet in 15.7 s and 7.0 s, at the same peak memory (496 and 490
 MiB), because what the render keeps it keeps to the end. A ``gpu-fabric render`` of the seed stack
-spends about 100 ms of its 700 in the collector, most of it while the SDKs are imported.
+spent 50 to 100 ms of its 600 to 700 in the collector, most of it while the SDKs are imported.
 
 Reference counting still frees everything that is not in a cycle; only the cycle detector waits. The
 previous state is restored when the outermost pause ends, so a program that calls

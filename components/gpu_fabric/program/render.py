@@ -80,9 +80,11 @@ def _registration_failure(path: str, error: Exception) -> Exception:
     raised, an input that could not be serialized): Pulumi wraps it in ``ValueError("While processing
     resource: ...")`` layers (pulumi/pulumi sdk/python/lib/pulumi/runtime/resource.py, ``do_register``).
 
-    gpu-fabric's own refusal anywhere in that chain is raised as it is (reported at its configuration path);
-    anything else becomes one line: the innermost error, where in the program it was raised, and the resource
-    Pulumi was registering.
+    Where the chain still holds gpu-fabric's own refusal, it is raised as it is (reported at its configuration
+    path). Anything else becomes one line: the innermost error, where in the program it was raised (when a
+    frame of the program is left), and the resource Pulumi was registering. Pulumi does not always keep the
+    chain: ``wait_for_rpcs`` (sdk/python/lib/pulumi/runtime/stack.py) re-raises a failed registration's
+    ``ValueError`` from itself, so an error raised in an ``apply`` arrives as that ValueError's text alone.
     """
     chain = _causes(error)
     own = next((cause for cause in chain if isinstance(cause, (ConfigError, StackFileError, StackProgramError))), None)
