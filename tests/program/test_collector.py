@@ -65,3 +65,22 @@ def test_a_command_in_process_gives_the_collector_back(collector_state) -> None:
     gc.disable()
     run_cli("--version")
     assert not gc.isenabled()
+
+
+def test_a_command_runs_with_the_collector_paused(collector_state, monkeypatch) -> None:
+    import argparse
+
+    import gpu_fabric.cli as cli
+
+    seen: list[bool] = []
+
+    def parser() -> argparse.ArgumentParser:
+        made = argparse.ArgumentParser(prog="gpu-fabric")
+        made.set_defaults(func=lambda args: seen.append(gc.isenabled()) or 0)
+        return made
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    gc.enable()
+    assert cli.main([]) == 0
+    assert seen == [False], "the command ran with the collector on"
+    assert gc.isenabled()
