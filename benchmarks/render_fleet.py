@@ -6,9 +6,8 @@ deployments by four. Each size renders in its own process (the stack program und
 runtime, exactly as ``gpu-fabric render`` runs it) so peak RSS is that size's alone.
 
 The floor, "bare": the very resources the scale-1 render registered (types, names, parents,
-inputs), registered by a plain program -- ``pulumi.CustomResource``/``ComponentResource`` under Pulumi's own
-mock runtime (``pulumi.runtime.set_mocks``), no gpu-fabric code, the interpreter's defaults -- in a process of
-its own: what the SDK costs a program that registers these resources, without gpu-fabric's configuration,
+inputs), registered by a plain program (``plain_registration.py``: ``pulumi.CustomResource``/``ComponentResource``
+under Pulumi's own mock runtime, no gpu-fabric code, the interpreter's defaults) in a process of its own: what the SDK costs a program that registers these resources, without gpu-fabric's configuration,
 planning and components, and without what gpu-fabric does to its own process (offline renders capture no
 per-resource stack traces, :func:`gpu_fabric.program.render.without_stack_traces`, and pause the cyclic
 garbage collector, :mod:`gpu_fabric.program.collector`). The same program with the collector paused is
@@ -63,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
+PLAIN_REGISTRATION = Path(__file__).resolve().with_name("plain_registration.py")
 POOLS = 16
 NAMESPACES = 120
 DEPLOYMENTS = 64
@@ -124,88 +124,46 @@ def measure(scale: int, dump: Path | None = None) -> dict:
     return figures
 
 
-def measure_bare(resources_file: Path, paused: bool = False) -> dict:
-    """Register the resources ``resources_file`` lists, flat, in a plain Pulumi program; return the figures.
-
-    Plain: Pulumi's own mock runtime (``pulumi.runtime.set_mocks``), ``pulumi.CustomResource`` and
-    ``ComponentResource``, the interpreter's defaults -- no gpu-fabric code at all, so nothing of what
-    gpu-fabric does to its own process (no per-resource stack traces, the collector paused) is in the floor.
-    ``paused``: the same program with the garbage collector paused as a render pauses it, to show how much
-    of the difference is that pause.
-    """
-    import asyncio
-    import gc
-
-    import pulumi
-
-    if paused:
-        gc.disable()
-
-    class Mocks(pulumi.runtime.Mocks):
-        def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
-            return f"{args.name}_id", args.inputs
-
-        def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
-            return {}
-
-    listed = json.loads(resources_file.read_text())
-    started_cpu, started_wall = time.process_time(), time.perf_counter()
-    pulumi.runtime.set_mocks(Mocks(), project="fleet", stack="fleet-x1", preview=False)
-    registered: dict[str, pulumi.Resource] = {}
-    for entry in listed:  # parents first (the --dump order)
-        opts = pulumi.ResourceOptions(parent=registered.get(entry["parent"]))
-        if entry["custom"]:
-            made: pulumi.Resource = pulumi.CustomResource(entry["type"], entry["name"], dict(entry["inputs"]), opts)
-        else:
-            made = pulumi.ComponentResource(entry["type"], entry["name"], None, opts)
-        registered[entry["urn"]] = made
-
-    async def drain() -> None:  # every registration the program started, to its end
-        while pending := [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]:
-            await asyncio.gather(*pending)
-
-    loop = asyncio.get_event_loop()
-    loop.run_until_complete(drain())
-    loop.close()
-    return _figures(started_cpu, started_wall, scale="bare", resources=len(registered))
-
-
-def in_child(components: Path, *options: str) -> dict:
+def in_child(components: Path, *options: str, script: Path = Path(__file__)) -> dict:
+    """The figures (the last line of JSON) of ``script OPTIONS`` run in a process of its own."""
     env = {**os.environ, "PYTHONPATH": str(components.resolve())}
-    output = subprocess.run([sys.executable, __file__, *options, "--json"], env=env,
+    output = subprocess.run([sys.executable, str(script), *options], env=env,
                             check=True, capture_output=True, text=True).stdout
     return json.loads(output.strip().splitlines()[-1])
+
+
+def bare(components: Path, resources_file: Path, *options: str) -> dict:
+    """The floor: ``resources_file`` registered by the plain program (``plain_registration.py``)."""
+    return {**in_child(components, str(resources_file), *options, script=PLAIN_REGISTRATION), "scale": "bare"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=int, help="render one size in this process")
     parser.add_argument("--dump", type=Path, help="with --scale: write the registered resources to this file")
-    parser.add_argument("--bare", type=Path, help="register the resources of a --dump file bare, in this process")
-    parser.add_argument("--paused", action="store_true", help="with --bare: the collector paused, as in a render")
     parser.add_argument("--components", type=Path, default=PROJECT_DIR / "components",
                         help="the source root whose gpu_fabric is measured (default: this tree's)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    if args.scale or args.bare:
-        figures = measure(args.scale, args.dump) if args.scale else measure_bare(args.bare, args.paused)
+    if args.scale:
+        figures = measure(args.scale, args.dump)
         print(json.dumps(figures) if args.json else figures)
         return
     dump = Path(tempfile.mkdtemp(prefix="bench-fleet-")) / "resources.json"
-    small = in_child(args.components, "--scale", "1", "--dump", str(dump))
-    bare = in_child(args.components, "--bare", str(dump))
-    bare_paused = in_child(args.components, "--bare", str(dump), "--paused")
-    large = in_child(args.components, "--scale", "4")
+    small = in_child(args.components, "--scale", "1", "--dump", str(dump), "--json")
+    plain = bare(args.components, dump)
+    plain_paused = bare(args.components, dump, "--paused")
+    large = in_child(args.components, "--scale", "4", "--json")
     print(f"gpu_fabric from {args.components}; python {sys.version.split()[0]}")
-    for figures in (bare, small, large):
+    for figures in (plain, small, large):
         label = "bare (floor)" if figures["scale"] == "bare" else f"scale {figures['scale']}"
         print(f"{label:<13} {figures['resources']:>6} resources  cpu {figures['cpu']:>6.2f} s  "
               f"wall {figures['seconds']:>6.2f} s  peak {figures['peak_mib']:>7.1f} MiB")
-    ratio = small["cpu"] / bare["cpu"]
+    ratio = small["cpu"] / plain["cpu"]
     print(f"fleet / bare (cpu): {ratio:.2f}x (target <= 1.5x: {'met' if ratio <= 1.5 else 'NOT met'}); "
-          f"peak {small['peak_mib'] - bare['peak_mib']:+.1f} MiB over bare")
-    print(f"  the bare program with the collector paused as a render pauses it: cpu {bare_paused['cpu']:.2f} s, "
-          f"peak {bare_paused['peak_mib']:.1f} MiB; fleet / that: {small['cpu'] / bare_paused['cpu']:.2f}x")
+          f"peak {small['peak_mib'] - plain['peak_mib']:+.1f} MiB over bare")
+    print(f"  the bare program with the collector paused as a render pauses it: cpu {plain_paused['cpu']:.2f} s, "
+          f"peak {plain_paused['peak_mib']:.1f} MiB; fleet / that: {small['cpu'] / plain_paused['cpu']:.2f}x")
     print(f"time ratio 4x/1x (cpu): {large['cpu'] / small['cpu']:.2f} (target <= 4.5); "
           f"4x under 20 s (wall): {'yes' if large['seconds'] < 20 else 'NO'}")
 

@@ -5,7 +5,7 @@
   pulumi_kubernetes and pulumi_aws and touches the classes the stack registers): at most 1.05x;
   ``--stack aws-efa``: at most 1.3x. Beside each, a lower bound no render can go under: the very
   resources the render registered, registered by a program of the SDKs' own classes under Pulumi's mock
-  runtime with no gpu-fabric code (:func:`sdk_registration_code`). Registering a resource costs more than
+  runtime with no gpu-fabric code (``benchmarks/plain_registration.py --typed``). Registering a resource costs more than
   touching its class -- the SDK evaluates the class's input types, which for an ``apps/v1`` object
   imports ``core/v1``'s, and serializes every input -- so where that bound is above the target, no render
   through the SDK meets it, and the figure says so.
@@ -67,6 +67,11 @@ import time
 from pathlib import Path
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
+PLAIN_REGISTRATION = Path(__file__).resolve().with_name("plain_registration.py")
+sys.path.insert(0, str(PLAIN_REGISTRATION.parent))
+
+from plain_registration import class_path  # noqa: E402 - the floors' programs, one module beside this one
+
 LINT_OBJECTS = 1000
 
 
@@ -86,87 +91,15 @@ def measure(command: list[str], env: dict[str, str], runs: int) -> tuple[float, 
     return statistics.median(cpu), statistics.median(wall)
 
 
-def _class_path(resource_type: str) -> str | None:
-    """The SDK class a registered resource type is, as a dotted path (None for gpu-fabric's components)."""
-    package, module, kind = resource_type.split(":")
-    if package == "pulumi" and module == "providers":
-        return f"pulumi_{kind}.Provider"
-    if package == "kubernetes":
-        group, version = module.split("/")
-        known = {"core": "core", "apps": "apps", "rbac.authorization.k8s.io": "rbac", "coordination.k8s.io": "coordination"}
-        if group in known:
-            return f"pulumi_kubernetes.{known[group]}.{version}.{kind}"
-        return "pulumi_kubernetes.apiextensions." + ("CustomResourcePatch" if kind.endswith("Patch") else "CustomResource")
-    if package == "aws":
-        return f"pulumi_aws.{module.split('/')[0]}.{kind}"
-    return None
-
-
 def sdk_floor_code(resources_json: Path) -> str:
     """A program that imports the three SDKs and touches every class the rendered stack registered."""
     types = sorted({entry["type"] for entry in json.loads(resources_json.read_text())})
-    paths = sorted({path for path in map(_class_path, types) if path})
+    paths = sorted({path for path in map(class_path, types) if path})
     lines = ["import pulumi, pulumi_kubernetes, pulumi_aws", "import importlib", "pulumi.ComponentResource"]
     for path in paths:
         module, _, name = path.rpartition(".")
         lines.append(f"getattr(importlib.import_module({module!r}), {name!r})")
     return "\n".join(lines)
-
-
-REGISTRATION_PROGRAM = """
-import asyncio, importlib, json, re, sys
-import pulumi
-
-class Mocks(pulumi.runtime.Mocks):
-    def new_resource(self, args):
-        return [args.name + "_id", args.inputs]
-
-    def call(self, args):
-        return {}
-
-pulumi.runtime.set_mocks(Mocks(), project="floor", stack="floor", preview=False)
-listed = json.load(open(sys.argv[1]))
-parents = {entry["urn"]: entry["parent"] for entry in listed}
-depth = lambda urn: 0 if not parents.get(urn) else 1 + depth(parents[urn])
-snake = lambda key: re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
-registered = {}
-for entry in sorted(listed, key=lambda entry: (depth(entry["urn"]), entry["urn"])):
-    opts = pulumi.ResourceOptions(parent=registered.get(entry["parent"]))
-    path = CLASS_PATHS.get(entry["type"]) if entry["custom"] else None
-    if path:
-        module, _, name = path.rpartition(".")
-        kwargs = {snake(key): value for key, value in entry["inputs"].items()}
-        made = getattr(importlib.import_module(module), name)(entry["name"], opts=opts, **kwargs)
-    elif entry["custom"]:
-        made = pulumi.CustomResource(entry["type"], entry["name"], dict(entry["inputs"]), opts)
-    else:
-        made = pulumi.ComponentResource(entry["type"], entry["name"], None, opts)
-    registered[entry["urn"]] = made
-
-async def drain():
-    while tasks := [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]:
-        await asyncio.gather(*tasks)
-
-loop = asyncio.get_event_loop()
-loop.run_until_complete(drain())
-loop.close()
-print(len(registered), "registered")
-"""
-
-
-def sdk_registration_code(resources_json: Path) -> str:
-    """A program that registers the very resources of a render through the SDKs' own classes, under Pulumi's
-    mock runtime, with no gpu-fabric code: what any render of them costs at the least (run it with the
-    ``resources.json`` path as its argument).
-
-    Each custom resource is made from its class (``pulumi_kubernetes.apps.v1.DaemonSet``,
-    ``pulumi_aws.ec2.LaunchTemplate``, ...) with the rendered inputs as keyword arguments, so the SDK does what
-    it does for a real program: it evaluates the class's input types (for an ``apps/v1`` object that imports
-    ``core/v1``'s), serializes them and registers.
-    """
-    types = sorted({entry["type"] for entry in json.loads(resources_json.read_text())})
-    paths = {kind: path for kind in types if (path := _class_path(kind))}
-    return f"CLASS_PATHS = {paths!r}\n{REGISTRATION_PROGRAM}"
 
 
 def write_lint_file(template: str, count: int, folder: Path) -> Path:
@@ -236,9 +169,7 @@ def main() -> int:
         floor = measure([python, "-c", floor_code], env, args.runs)
         print(f"{'floor: SDK for ' + stack:<34} cpu {floor[0] * 1000:7.0f} ms           wall {floor[1] * 1000:7.0f} ms",
               flush=True)
-        registration_code = work / f"register-{stack}.py"
-        registration_code.write_text(sdk_registration_code(out / "resources.json"))
-        registration = measure([python, str(registration_code), str(out / "resources.json")], env, args.runs)
+        registration = measure([python, str(PLAIN_REGISTRATION), str(out / "resources.json"), "--typed"], env, args.runs)
         rendered = measure(render, env, args.runs)
         row(f"gpu-fabric render --stack {stack}", rendered, floor, target)
         print(f"{'  lower bound: the SDK registering':<34} cpu {registration[0] * 1000:7.0f} ms ({registration[0] / floor[0]:4.2f}x)"

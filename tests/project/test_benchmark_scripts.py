@@ -33,25 +33,33 @@ def test_every_benchmark_is_checked():
     assert {path.stem for path in SCRIPTS} >= {"startup_and_render", "render_fleet", "verify_fleet", "bad_input_census"}
 
 
-def _benchmark(name: str):
-    return runpy.run_path(str(PROJECT_DIR / "benchmarks" / f"{name}.py"), run_name="benchmark_under_test")
+PLAIN_REGISTRATION = PROJECT_DIR / "benchmarks" / "plain_registration.py"
+
+
+def _registered(listing, *options: str) -> int:
+    done = subprocess.run([sys.executable, str(PLAIN_REGISTRATION), str(listing), *options], cwd=PROJECT_DIR,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])["resources"]
 
 
 def test_the_render_lower_bound_registers_every_resource_of_a_render_through_the_sdk_classes(tmp_path):
     # The figure "lower bound: the SDK registering" is only a bound if its program registers what the render did.
+    import importlib
+
     from gpu_fabric.program.render import render_stack
 
     result = render_stack("aws-efa", PROJECT_DIR)
     listing = tmp_path / "resources.json"
     listing.write_text(json.dumps([{"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent,
                                     "custom": r.custom, "inputs": r.public_inputs} for r in result.resources]))
-    program = tmp_path / "register.py"
-    program.write_text(_benchmark("startup_and_render")["sdk_registration_code"](listing))
-    done = subprocess.run([sys.executable, str(program), str(listing)], cwd=PROJECT_DIR, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == [str(len(result.resources)), "registered"]
-    assert "pulumi_aws.ec2.LaunchTemplate" in program.read_text(), "AWS resources are made from their SDK classes"
+    assert _registered(listing, "--typed") == len(result.resources)
+    class_path = runpy.run_path(str(PLAIN_REGISTRATION), run_name="benchmark_under_test")["class_path"]
+    paths = {class_path(r.type) for r in result.resources if r.custom}
+    assert "pulumi_aws.ec2.LaunchTemplate" in paths, "AWS resources are made from their SDK classes"
+    for path in paths:
+        module, _, name = path.rpartition(".")
+        assert hasattr(importlib.import_module(module), name), path
 
 
 def test_the_fleet_floor_is_a_plain_program_that_registers_every_resource(tmp_path):
@@ -61,7 +69,5 @@ def test_the_fleet_floor_is_a_plain_program_that_registers_every_resource(tmp_pa
         {"urn": "urn:r", "type": "kubernetes:core/v1:ConfigMap", "name": "map", "parent": "urn:c", "custom": True,
          "inputs": {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"}}},
     ]))
-    done = subprocess.run([sys.executable, str(PROJECT_DIR / "benchmarks" / "render_fleet.py"), "--bare", str(listing),
-                           "--json"], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1])["resources"] == 2
+    assert _registered(listing) == 2
+    assert _registered(listing, "--paused") == 2

@@ -93,8 +93,8 @@ def _registration_failure(path: str, error: Exception) -> Exception:
     root = chain[-1]
     # Pulumi keeps no frame of an ``apply`` callback that raised; where none of the program's frames is left,
     # the line names the resource instead of pointing into Pulumi's own code.
-    located = next((cause for cause in reversed(chain) if _program_frames(path, cause)), None)
-    where = _location(path, located) if located is not None else ""
+    frames = next((frames for cause in reversed(chain) if (frames := _program_frames(path, cause))), [])
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
     resource = next((match for cause in chain if (match := _PULUMI_RESOURCE_LINE.search(str(cause)))), None)
     registering = f" while registering {resource.group(2)} {resource.group(1)!r}" if resource else ""
     kind, text = type(root).__name__, str(root)
