@@ -81,15 +81,15 @@ def _one_line(error: BaseException) -> str:
 
 
 def _from_eks(name: str, region: Optional[str], workers: int) -> tuple[Any, str]:
-    import boto3
     import botocore.exceptions
     from kubernetes import config as kube_config
     from kubernetes.config.config_exception import ConfigException
 
+    from gpu_fabric.aws.sessions import fresh_session
     from gpu_fabric.program.stack import eks_kubeconfig
 
     try:
-        session = boto3.session.Session(region_name=region)  # fresh: reads the environment as it is now
+        session = fresh_session(region_name=region)  # fresh: reads the environment as it is now
         cluster = session.client("eks").describe_cluster(name=name)["cluster"]
         used_region = session.region_name or ""
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:

@@ -61,9 +61,9 @@ class Ec2InstanceCatalog:
     def session(self) -> Any:
         """The boto3 session (created on first use, so constructing a catalog never fails)."""
         if self._session is None:
-            import boto3
+            from gpu_fabric.aws.sessions import fresh_session
 
-            self._session = boto3.Session(profile_name=self.profile, region_name=self._requested_region)
+            self._session = fresh_session(region_name=self._requested_region, profile_name=self.profile)
         return self._session
 
     @property
