@@ -204,10 +204,13 @@ def test_a_long_kind_list_is_no_alias_bomb(tmp_path):
     from gpu_fabric.config.stack_file import MAX_EXPANDED_NODES, _literal_size, _StrictLoader
 
     # libyaml where PyYAML has it: the same text and node graph as the pure-Python classes, a third of the time.
-    text = yaml.dump(listing, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
-    loader = getattr(stack_file, "_CStrictLoader", _StrictLoader)(text)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    text = yaml.dump(listing, Dumper=dumper)
+    # Large enough to have been refused: the list holds 2,500 items each as large as the first (composing
+    # the whole text here too would double the test's time for the same bound).
+    loader = getattr(stack_file, "_CStrictLoader", _StrictLoader)(yaml.dump(_kubectl_item(0), Dumper=dumper))
     try:
-        assert _literal_size(loader.get_single_node()) > MAX_EXPANDED_NODES  # large enough to have been refused
+        assert _literal_size(loader.get_single_node()) * len(listing["items"]) > MAX_EXPANDED_NODES
     finally:
         loader.dispose()
     path, outcome = lint_file(tmp_path, text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import io
 import os
 import shutil
@@ -80,8 +81,15 @@ def _exit_status(code: object, stderr: io.StringIO) -> int:
 
 
 def stack_document(stack: str = "seed-rdma") -> dict[str, Any]:
-    """A fresh copy of ``stacks/Pulumi.<stack>.yaml`` as data."""
-    return copy.deepcopy(yaml.safe_load((PROJECT_DIR / "stacks" / f"Pulumi.{stack}.yaml").read_text()))
+    """A fresh copy of ``stacks/Pulumi.<stack>.yaml`` as data (the file is parsed once per process)."""
+    return copy.deepcopy(_parsed_stack_file(stack))
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed_stack_file(stack: str) -> dict[str, Any]:
+    # The bad-input table builds about a hundred rows from two files at import, in every test worker:
+    # PyYAML's pure-Python parser took a second of it. Callers get deep copies, never this object.
+    return yaml.safe_load((PROJECT_DIR / "stacks" / f"Pulumi.{stack}.yaml").read_text())
 
 
 def project_with(tmp: Path, stack_file: bytes | str, name: str = "x") -> Path:
@@ -103,4 +111,6 @@ def render_file(tmp: Path, stack_file: bytes | str, command: str = "render") -> 
 
 def dump(document: Any) -> str:
     """YAML text of a stack document (keys in insertion order)."""
-    return yaml.safe_dump(document, sort_keys=False)
+    # libyaml's emitter where PyYAML has it: a third of the time, and the text only has to carry the data
+    # (rows that test the text itself are written out by hand).
+    return yaml.dump(document, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)

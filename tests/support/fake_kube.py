@@ -243,13 +243,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"kubeletconfig": answer})
 
 
+class _Listener(ThreadingHTTPServer):
+    # verify asks with up to 32 connections at once. socketserver's listen backlog is 5: the kernel drops
+    # the SYNs beyond it and the client sends them again a second later (TCP's initial retransmission
+    # timeout), which cost every verify test a second of waiting. An API server's backlog is the kernel's.
+    request_queue_size = 128
+
+
 class FakeApiServer:
     """``with FakeApiServer(cluster) as server:`` serves ``cluster`` on 127.0.0.1; ``server.kubeconfig(dir)``."""
 
     def __init__(self, cluster: FakeCluster):
         self.cluster = cluster
         handler = type("Handler", (_Handler,), {"cluster": cluster})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Listener(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         # A short poll: shutdown() waits for the loop to notice (0.5 s by default, paid by every test).
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
