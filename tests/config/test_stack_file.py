@@ -150,3 +150,16 @@ def test_libyaml_and_pure_python_loaders_decide_alike_on_mutated_manifests(monke
     fast = [_outcome(text, finite_only=False, max_nodes=2000) for text in cases]
     monkeypatch.setattr(stack_file, "_FastStrictLoader", None)
     assert fast == [_outcome(text, finite_only=False, max_nodes=2000) for text in cases]
+
+
+def test_flow_nesting_past_the_limit_is_refused_where_it_happens_not_after_the_whole_text():
+    # PyYAML's scanner is quadratic in flow depth: the refusal comes at the first "[" past the limit,
+    # before the scanner reads on (the unclosed text after it would otherwise be a syntax error at its end).
+    deep = "x: 1\na: " + "[" * (stack_file.MAX_DEPTH + 1)
+    with pytest.raises(ValueError, match=rf"^line 2: nests deeper than {stack_file.MAX_DEPTH} levels$"):
+        parse_yaml(deep + "\n")
+    with pytest.raises(ValueError, match="nests deeper than"):
+        parse_yaml(deep + "1" + "]" * (stack_file.MAX_DEPTH + 1) + "\n# a\ttab: the pure-Python loader reads it\n")
+    deepest = stack_file.MAX_DEPTH - 1  # collections, and the scalar inside them is the last level
+    at_limit = "[" * deepest + "1" + "]" * deepest + "\n"
+    assert parse_yaml(at_limit + "# a\ttab\n") == parse_yaml(at_limit)  # both loaders take the deepest allowed

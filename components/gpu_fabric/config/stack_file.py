@@ -73,6 +73,15 @@ def _bounded_int(loader: Any, node: yaml.ScalarNode) -> int:
 class _StrictLoader(_StrictConstruction, yaml.SafeLoader):
     """PyYAML's pure-Python ``SafeLoader``, strict: its messages are the ones users see."""
 
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+        # Refused while scanning, not after: PyYAML's scanner re-checks every open flow level's possible
+        # simple key at each token (``stale_possible_simple_keys``), quadratic in the depth -- a line of
+        # 2,000 "[" took a second before the composer's recursion gave up. Deeper flow nesting than this
+        # is deeper nesting than :func:`_too_deep` allows, so nothing it would accept is refused here.
+        if self.flow_level >= MAX_DEPTH:
+            raise _LoadProblem(f"line {self.get_mark().line + 1}: nests deeper than {MAX_DEPTH} levels")
+        super().fetch_flow_collection_start(TokenClass)
+
 
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
 
