@@ -1,7 +1,8 @@
-"""boto3 sessions that read the environment when they are made and AWS's service models once per process.
+"""boto3 sessions, each with its own configuration, that parse AWS's service models once per process.
 
-A boto3 ``Session`` reads its configuration (region, profile, credentials, endpoint variables) when it is
-made, which is why gpu-fabric makes a fresh one for each catalog and each EKS lookup. Each session also
+A boto3 ``Session`` resolves its own configuration (region, profile, credentials, endpoint variables)
+from its arguments and the environment, and caches credentials, which is why gpu-fabric makes a fresh one
+for each catalog and each EKS lookup instead of sharing one. Each session also
 brings its own botocore data loader, and a loader parses a service's model file the first time a client
 of that service is made: ``ec2``'s is several megabytes of JSON, about 0.2 s of CPU every time. The model
 files are the installed botocore's own and never change while the process runs, so every session here
@@ -30,7 +31,7 @@ def _shared_loader(botocore_session: Any) -> Any:
 
 
 def fresh_session(region_name: Optional[str] = None, profile_name: Optional[str] = None) -> Any:
-    """A new ``boto3.Session`` (the environment as it is now) over the process's one service-model loader."""
+    """A new ``boto3.Session`` (its own configuration and credentials) over the process's one service-model loader."""
     import boto3
     import botocore.session
 
