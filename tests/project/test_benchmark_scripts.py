@@ -47,12 +47,12 @@ def test_the_render_lower_bound_registers_every_resource_of_a_render_through_the
     # The figure "lower bound: the SDK registering" is only a bound if its program registers what the render did.
     import importlib
 
+    from gpu_fabric.cli.render import RESOURCES_FILE, rendered_files
     from gpu_fabric.program.render import render_stack
 
     result = render_stack("aws-efa", PROJECT_DIR)
-    listing = tmp_path / "resources.json"
-    listing.write_text(json.dumps([{"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent,
-                                    "custom": r.custom, "inputs": r.public_inputs} for r in result.resources]))
+    listing = tmp_path / RESOURCES_FILE
+    listing.write_text(rendered_files(result)[RESOURCES_FILE])  # the file the benchmark reads, as a render writes it
     assert _registered(listing, "--typed") == len(result.resources)
     class_path = runpy.run_path(str(PLAIN_REGISTRATION), run_name="benchmark_under_test")["class_path"]
     paths = {class_path(r.type) for r in result.resources if r.custom}

@@ -9,8 +9,6 @@ traceback) or ``crash`` (an exception escaped, or a traceback was printed).
 from __future__ import annotations
 
 import contextlib
-import copy
-import functools
 import io
 import os
 import shutil
@@ -21,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from support.stack_configs import PROJECT_DIR
+from support.stack_configs import PROJECT_DIR, stack_document  # noqa: F401 - stack_document: tests import it from here too
 
 
 @dataclass(frozen=True)
@@ -78,18 +76,6 @@ def _exit_status(code: object, stderr: io.StringIO) -> int:
         return code
     print(code, file=stderr)
     return 1
-
-
-def stack_document(stack: str = "seed-rdma") -> dict[str, Any]:
-    """A fresh copy of ``stacks/Pulumi.<stack>.yaml`` as data (the file is parsed once per process)."""
-    return copy.deepcopy(_parsed_stack_file(stack))
-
-
-@functools.lru_cache(maxsize=None)
-def _parsed_stack_file(stack: str) -> dict[str, Any]:
-    # The bad-input table builds about a hundred rows from two files at import, in every test worker:
-    # PyYAML's pure-Python parser took a second of it. Callers get deep copies, never this object.
-    return yaml.safe_load((PROJECT_DIR / "stacks" / f"Pulumi.{stack}.yaml").read_text())
 
 
 def project_with(tmp: Path, stack_file: bytes | str, name: str = "x") -> Path:

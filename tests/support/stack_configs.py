@@ -1,16 +1,30 @@
 """Example configurations for tests: the seed stack file, loaded as plain values."""
 
 import copy
+import functools
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
+def stack_document(stack: str = "seed-rdma") -> dict[str, Any]:
+    """A fresh copy of ``stacks/Pulumi.<stack>.yaml`` as data (the file is parsed once per process)."""
+    return copy.deepcopy(_parsed_stack_file(stack))
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed_stack_file(stack: str) -> dict[str, Any]:
+    # Tests read the example stacks hundreds of times (the bad-input table alone builds about a hundred rows at
+    # import, in every test worker): PyYAML's pure-Python parser took seconds of it. Callers get deep copies.
+    return yaml.safe_load((PROJECT_DIR / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+
+
 def stack_values(stack: str = "seed-rdma") -> dict:
     """The ``gpu-fabric:*`` values of ``stacks/Pulumi.<stack>.yaml`` without the namespace prefix."""
-    document = yaml.safe_load((PROJECT_DIR / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+    document = stack_document(stack)
     return {key.split(":", 1)[1]: value for key, value in document["config"].items() if key.startswith("gpu-fabric:")}
 
 

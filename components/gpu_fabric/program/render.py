@@ -53,12 +53,14 @@ def _program_frames(path: str, error: BaseException) -> list[traceback.FrameSumm
             if Path(frame.filename).resolve() == Path(path).resolve()]
 
 
+def _at(frames: list[traceback.FrameSummary]) -> str:
+    """`` at FILE:LINE`` of the last of ``frames`` (nothing when there is none)."""
+    return f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+
+
 def _location(path: str, error: BaseException) -> str:
     """`` at FILE:LINE``: the program's last frame in ``error``'s traceback, else its last frame at all."""
-    frames = traceback.extract_tb(error.__traceback__)
-    own = _program_frames(path, error)
-    frame = own[-1] if own else (frames[-1] if frames else None)
-    return f" at {frame.filename}:{frame.lineno}" if frame is not None else ""
+    return _at(_program_frames(path, error) or traceback.extract_tb(error.__traceback__))
 
 
 _PULUMI_RESOURCE_LINE = re.compile(r"While processing resource: '([^']*)', type: '([^']*)'")
@@ -93,8 +95,7 @@ def _registration_failure(path: str, error: Exception) -> Exception:
     root = chain[-1]
     # Pulumi keeps no frame of an ``apply`` callback that raised; where none of the program's frames is left,
     # the line names the resource instead of pointing into Pulumi's own code.
-    frames = next((frames for cause in reversed(chain) if (frames := _program_frames(path, cause))), [])
-    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    where = _at(next((frames for cause in reversed(chain) if (frames := _program_frames(path, cause))), []))
     resource = next((match for cause in chain if (match := _PULUMI_RESOURCE_LINE.search(str(cause)))), None)
     registering = f" while registering {resource.group(2)} {resource.group(1)!r}" if resource else ""
     kind, text = type(root).__name__, str(root)
@@ -437,10 +438,7 @@ def _unretrieved_exits_ignored(loop: Any, context: dict[str, Any]) -> None:
 def _program_exit(where: str, exited: SystemExit | ProgramExited) -> StackProgramError:
     """One line for a program that ended itself: how (``sys.exit`` or ``os._exit``, with the code) and where."""
     how = f"os._exit({exited.code!r})" if isinstance(exited, ProgramExited) else f"sys.exit({exited.code!r})"
-    program_file = where.removeprefix("the stack program ")
-    frames = [frame for frame in traceback.extract_tb(exited.__traceback__)
-              if Path(frame.filename).resolve() == Path(program_file).resolve()]
-    at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    at = _at(_program_frames(where.removeprefix("the stack program "), exited))
     return StackProgramError(
         f"{where} exited early ({how}{at}), before registering all its resources; a render or check of part of "
         "a program is refused")
