@@ -101,6 +101,13 @@ BAD_YAML = [
     "a: b: c\n", "\tx: 1\n", "x: \"unterminated\n", "--- 1\n--- {a: 1, a: 2}\n", "x: !python/object:os.system {}\n",
     "%YAML 2.0\n--- x\n", "x: \x07\n", "[a, b]]\n", "? [a]\n: b\n",
 ]
+# Printable text beyond ASCII goes to libyaml too: keys and values, a simple key at its 1,024-character limit and
+# past it (both parsers count characters, not bytes), anchors, tags and escapes that take only ASCII.
+NON_ASCII_YAML = [
+    "description: café\n", "名前: 日本語のモデル\n", "- \U0001F600\n- \xa0x\xa0\n", "{é: 1, é: 2}\n",
+    *("é" * length + ": x\n" for length in (1022, 1023, 1024, 1025, 1030)), "x: &é 1\n", "x: !é 1\n", 'x: "\\é"\n', "x: 'é\n  ü'\n",
+    "x: \ue000\U0010ffff\n", "x: |\n  ünïcödé\n  lines\n", "? é\n: [ü, {ß: 2024-01-01}]\n",
+]
 
 
 def _outcome(text: str, **options):
@@ -114,7 +121,25 @@ def test_libyaml_parser_is_used_when_installed():
     assert (stack_file._FastStrictLoader is not None) == bool(getattr(yaml, "__with_libyaml__", False))
 
 
-@pytest.mark.parametrize("text", BAD_YAML)
+@pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False), reason="PyYAML built without libyaml")
+def test_text_beyond_ascii_is_read_by_libyaml_alone(monkeypatch):
+    # One "é" in a description used to send the whole file to the pure-Python parser, three times slower.
+    def pure_python_loader(*args, **kwargs):
+        raise AssertionError("the pure-Python loader read text libyaml takes")
+
+    monkeypatch.setattr(stack_file, "_StrictLoader", pure_python_loader)
+    assert parse_yaml("description: café 日本 \U0001F600\nitems: [ü, ß]\n") == [
+        {"description": "café 日本 \U0001F600", "items": ["ü", "ß"]}]
+
+
+@pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False), reason="PyYAML built without libyaml")
+def test_a_question_mark_inside_a_flow_scalar_is_content():
+    # Valid YAML (kubectl reads it); PyYAML's pure-Python scanner alone refuses it (yaml/pyyaml#128).
+    assert parse_yaml("selector: {name: nvidia-d?evice, tier: a?}\nargs: [x?y]\n") == [
+        {"selector": {"name": "nvidia-d?evice", "tier": "a?"}, "args": ["x?y"]}]
+
+
+@pytest.mark.parametrize("text", BAD_YAML + NON_ASCII_YAML)
 @pytest.mark.parametrize("options", [{}, {"finite_only": False, "max_nodes": 500}])
 def test_libyaml_and_pure_python_loaders_decide_alike(monkeypatch, text, options):
     fast = _outcome(text, **options)
@@ -139,6 +164,8 @@ def test_libyaml_and_pure_python_loaders_decide_alike_on_mutated_manifests(monke
     texts = [p.read_text(encoding="utf-8") for p in sorted((PROJECT / "stacks").glob("*.yaml"))]
     pieces = list(":-[]{}&*!|>'\"#?,\t\n %@`\\") + ["<<", "---", "...", "\r", "\r\n", "\ufeff", "\x85", "\u2028", "~",
                                                    "!!str ", "&x ", "*x", "? ", "<<: *x\n", ".nan", "0o7"]
+    pieces += ["é", "日本語", "\xa0", "\U0001F600", "\ufffd", "\u3000", "\u200b", "ß: ", "&é ", "*é", "!é ", "\\é",
+               "ø" * 600, "é" * 1100, "\ue000", "\u2029", "\x9f"]  # printable beyond ASCII, and a few that are not
     rng = random.Random(27)
     cases = []
     for _ in range(1500):
