@@ -11,8 +11,10 @@ registration, the process's peak RSS.
   keyword arguments, so the SDK does what it does for a real program: it evaluates the class's input types (for
   an ``apps/v1`` object that imports ``core/v1``'s), serializes them and registers.
 - ``--paused``: the collector paused first, as gpu-fabric pauses it for a render.
+- ``--frozen-exit``: the heap frozen before the interpreter exits, as the ``gpu-fabric`` console script freezes it
+  (:func:`gpu_fabric.program.collector.no_collection_at_exit`; this program stays free of gpu-fabric code).
 
-    python benchmarks/plain_registration.py RESOURCES_JSON [--typed] [--paused]
+    python benchmarks/plain_registration.py RESOURCES_JSON [--typed] [--paused] [--frozen-exit]
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ def main() -> None:
     parser.add_argument("resources", type=Path, help="a render's resources.json")
     parser.add_argument("--typed", action="store_true", help="make each custom resource from its SDK class")
     parser.add_argument("--paused", action="store_true", help="the collector paused, as in a render")
+    parser.add_argument("--frozen-exit", action="store_true",
+                        help="freeze the heap before exiting, as the gpu-fabric console script does")
     args = parser.parse_args()
     if args.paused:
         gc.disable()
@@ -108,6 +112,8 @@ def main() -> None:
     print(json.dumps({"resources": count, "cpu": round(time.process_time() - started_cpu, 3),
                       "seconds": round(time.perf_counter() - started_wall, 3),
                       "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+    if args.frozen_exit:
+        gc.freeze()
 
 
 if __name__ == "__main__":

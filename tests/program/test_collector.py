@@ -84,3 +84,38 @@ def test_a_command_runs_with_the_collector_paused(collector_state, monkeypatch) 
     assert cli.main([]) == 0
     assert seen == [False], "the command ran with the collector on"
     assert gc.isenabled()
+
+
+def test_the_console_entry_point_freezes_the_heap_only_after_the_command_returned(monkeypatch) -> None:
+    import gpu_fabric.cli as cli
+    from gpu_fabric.program import collector
+
+    events: list[str] = []
+    monkeypatch.setattr(cli, "main", lambda: events.append("command") or 3)
+    monkeypatch.setattr(collector.gc, "freeze", lambda: events.append("freeze"))
+    assert cli.console_main() == 3, "the command's exit code is the process's"
+    assert events == ["command", "freeze"]
+
+
+def test_main_in_process_leaves_the_heap_unfrozen() -> None:
+    frozen = gc.get_freeze_count()
+    assert run_cli("--version").code == 0
+    assert gc.get_freeze_count() == frozen
+
+
+def test_the_console_script_exits_with_everything_written(tmp_path) -> None:
+    # The process's own entry point freezes its heap before the interpreter exits; what the command
+    # printed and wrote is complete, and the exit code is the command's.
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "gpu_fabric.cli", "render", "--stack", "seed-rdma", "--out", str(out)],
+                          cwd=PROJECT_DIR, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith(f"wrote {out}/k8s/ and {out}/resources.json")
+    in_process = tmp_path / "in-process"
+    assert run_cli("render", "--stack", "seed-rdma", "--out", str(in_process), cwd=PROJECT_DIR).code == 0
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert written and written == sorted(p.relative_to(in_process).as_posix() for p in in_process.rglob("*") if p.is_file())
+    assert all((out / name).read_bytes() == (in_process / name).read_bytes() for name in written)

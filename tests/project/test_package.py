@@ -101,7 +101,7 @@ def test_wheel_carries_the_version_script_and_data(wheel):
         metadata = archive.read(f"gpu_fabric-{gpu_fabric.__version__}.dist-info/METADATA").decode()
         entry_points = archive.read(f"gpu_fabric-{gpu_fabric.__version__}.dist-info/entry_points.txt").decode()
     assert f"\nVersion: {gpu_fabric.__version__}\n" in metadata
-    assert "gpu-fabric = gpu_fabric.cli:main" in entry_points
+    assert "gpu-fabric = gpu_fabric.cli:console_main" in entry_points
     data = PROJECT_DIR / "components" / "gpu_fabric" / "data"
     shipped = {f"gpu_fabric/data/{p.relative_to(data).as_posix()}" for p in data.rglob("*") if p.is_file()}
     assert shipped and shipped <= names

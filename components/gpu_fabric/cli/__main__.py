@@ -2,6 +2,6 @@
 
 import sys
 
-from gpu_fabric.cli import main
+from gpu_fabric.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())
