@@ -50,6 +50,14 @@ Since each figure runs in turn with its floor (one run, medians of 3, the machin
 0.25x, ``--version`` 0.32x; render seed-rdma 1.48x, its lower bound 1.19x, render 1.36x that bound; aws-efa
 1.79x, its bound 1.52x, render 1.18x that bound; lint 0.366 ms per object.
 
+Since the console script freezes its heap once the command returned (``gpu_fabric.cli.console_main``; the
+interpreter's exit-time collection walked the SDKs' objects, a third to a half of every such process's CPU), the
+render is printed twice: against the floor as the issue defines it (a process that exits as usual) and against
+the same floor exiting as the console script does (``EXIT_AS_THE_CONSOLE_SCRIPT``) -- the second is what
+gpu-fabric's own work costs. One run (medians of 5): ``--help`` 0.27x, ``--version`` 0.38x; render seed-rdma
+0.88x the floor (target 1.05x: met), 1.53x the floor exiting as it, 1.34x its lower bound exiting as it; aws-efa
+1.06x (target 1.3x: met), 1.58x, 0.97x; lint 0.408 ms per object.
+
 "before" is the tree before the configuration models stopped reading their source at import and
 the bundled CRDs were read with libyaml (``--components`` of that tree, same run conditions); an
 interleaved A/B of the seed-rdma render gave 875 ms before, 791 ms after (floor about 445 ms). What
@@ -215,7 +223,7 @@ def main() -> int:
         (bound_cpu, bound_wall), (bound_ratio, bound_ratio_wall) = registration.median, registration.ratio(floor)
         print(f"{'  lower bound: the SDK registering':<34} cpu {bound_cpu * 1000:7.0f} ms ({bound_ratio:4.2f}x)"
               f"   wall {bound_wall * 1000:7.0f} ms ({bound_ratio_wall:4.2f}x)   "
-              f"{'below the target' if bound_ratio <= target else 'ABOVE the target: no render meets it'}",
+              f"{'below the target' if bound_ratio <= target else 'above the target'} (exiting as usual)",
               flush=True)
         print(f"{'  render / that bound, both exiting as the console script':<34} "
               f"cpu {rendered.ratio(frozen_registration)[0]:4.2f}x", flush=True)
