@@ -38,6 +38,19 @@ def test_the_answer_comes_back_and_the_process_ends():
     assert child != os.getpid() and gone(child)
 
 
+def test_after_answering_the_worker_leaves_its_heap_out_of_its_exit(tmp_path):
+    # The caller waits for the worker to end; its interpreter's exit-time collection would walk the whole
+    # render first. An exit handler in the worker records what the collector has frozen by then.
+    record = tmp_path / "frozen-at-exit"
+    program = (f"import atexit, gc, pathlib\n"  # exec's names are locals: the handler takes them as arguments
+               f"atexit.register(lambda path=pathlib.Path({str(record)!r}), frozen=gc.get_freeze_count: "
+               f"path.write_text(str(frozen())))")
+    with Worker(exec, program) as worker:
+        assert worker.result() is None
+        worker._process.join(timeout=60)  # its own way out, before leaving the block ends it
+    assert int(record.read_text()) > 0
+
+
 def test_what_the_function_raises_is_raised_in_the_caller():
     with Worker(int, "not a number") as worker:
         with pytest.raises(ValueError, match="not a number"):

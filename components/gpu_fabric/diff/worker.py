@@ -23,6 +23,7 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
+from gpu_fabric.program.collector import no_collection_at_exit
 from gpu_fabric.program.isolation import process_exit, stdout_to_stderr
 
 JOIN_SECONDS = 5.0
@@ -97,6 +98,8 @@ def _serve(function: Callable[..., Any], args: tuple[Any, ...], answers: Connect
         answers.send(answer)
     except Exception as error:  # noqa: BLE001 - an answer that does not pickle: say so instead
         answers.send(("raised", WorkerDied(f"the worker's answer could not be sent back: {type(error).__name__}: {error}")))
+    # The parent waits for this process to end; its interpreter's exit would walk the render's heap first.
+    no_collection_at_exit()
 
 
 def _exit_with_parent(lifeline: Connection) -> None:
