@@ -1,4 +1,4 @@
-"""The cyclic garbage collector, paused while a command or an offline render runs.
+"""The cyclic garbage collector: paused while a command or an offline render runs, kept off a finishing heap.
 
 A render allocates a few hundred thousand long-lived objects (the SDKs' modules and classes, the
 configuration models, every registered resource and its inputs) and almost no cyclic garbage. CPython's
@@ -49,14 +49,15 @@ def collector_paused() -> Iterator[None]:
 def no_collection_at_exit() -> None:
     """Leave everything allocated so far out of the collections the interpreter runs as it exits.
 
-    For a process about to end, and only there (the console script calls it after the command
-    returned and printed): when the interpreter finalizes it clears every module and runs the cyclic
-    collector over the whole heap, and for a process that imported the SDKs that walk is a third of its
-    CPU time. Measured on a 2-core machine, CPU, medians of 5 in turn: ``gpu-fabric render --stack
-    seed-rdma`` 1,539 ms exiting as usual, 1,053 ms after this; a bare ``import pulumi, pulumi_kubernetes,
-    pulumi_aws`` program 1,039 ms and 670 ms. ``gc.freeze`` moves the objects to the permanent generation,
-    which the collector never walks; reference counting still frees what it frees, and exit handlers
-    (``atexit``, flushing the standard streams) still run. What a frozen cycle would have finalized is not:
-    the process's files are closed by then, and the rest is memory the process gives back as it ends.
+    For a process about to end, and only there (the console script, once the command returned and
+    printed; a ``gpu-fabric diff`` worker, once it answered): when the interpreter finalizes it clears
+    every module and runs the cyclic collector over the whole heap, and for a process that imported the
+    SDKs that walk is a third of its CPU time. Measured on a 2-core machine, CPU, medians of 5 in turn:
+    ``gpu-fabric render --stack seed-rdma`` 1,539 ms exiting as usual, 1,053 ms after this; a bare
+    ``import pulumi, pulumi_kubernetes, pulumi_aws`` program 1,039 ms and 670 ms. ``gc.freeze`` moves the
+    objects to the permanent generation, which the collector never walks; reference counting still frees
+    what it frees, and exit handlers (``atexit``, flushing the standard streams) still run. What a frozen
+    cycle would have finalized is not: the process's files are closed by then, and the rest is memory the
+    process gives back as it ends.
     """
     gc.freeze()
