@@ -113,7 +113,20 @@ def _target(value: Any) -> Any:
 
 def plain(value: Any) -> Any:
     """Copy ``value`` into plain dicts/lists; unknowns become :data:`UNKNOWN`, whole doubles ints."""
+    # Exact types first: nearly every value is one, and the ``isinstance`` checks below go through the
+    # abstract classes (the proxies are ``Mapping``/``Sequence``s) -- for every policy the engine calls,
+    # over every resource's props, that was most of a stack validation's time.
+    kind = type(value)
+    if kind is str:
+        return UNKNOWN if _is_unknown_sentinel(value) else value
+    if kind is int or kind is bool or value is None:
+        return value
     value = _target(value)
+    kind = type(value)
+    if kind is dict:
+        return {str(key): plain(item) for key, item in value.items()}
+    if kind is list:
+        return [plain(item) for item in value]
     if isinstance(value, Unknown):
         return value
     if isinstance(value, str):

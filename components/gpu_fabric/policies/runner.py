@@ -72,7 +72,18 @@ def stack_args(resources: Sequence[Resource], config: Optional[Mapping[str, Any]
     return StackValidationArgs(policy_resources, config)
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _copy(value: Any) -> Any:
+    # Exact types first, without the abstract-class check below for every value (see engine_wire.plain).
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy(item) for item in value]
+    if kind in _SCALARS:
+        return value
     if isinstance(value, Mapping):
         return {key: _copy(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
