@@ -147,6 +147,28 @@ def _too_deep(node: yaml.Node, memo: dict[int, int], depth: int = 1, path: set[i
     return False
 
 
+def _is_shallow_tree(node: yaml.Node) -> bool:
+    """True when each node of ``node`` is reached once (no alias shares one) and none is deeper than :data:`MAX_DEPTH`.
+
+    Such a document -- nearly every one: manifests and stack files seldom use aliases -- passes the
+    depth and alias checks by construction (nothing to expand, no cycle), so one walk replaces their
+    three. ``gpu-fabric lint`` of a 2,500-item ``kubectl get -o yaml`` list spent about half its time
+    in those walks. Anything else is left to them, so their verdicts and wording stay as they are.
+    """
+    seen: set[int] = set()
+    pending = [(node, 1)]
+    while pending:
+        current, depth = pending.pop()
+        if id(current) in seen or depth > MAX_DEPTH:
+            return False
+        seen.add(id(current))
+        if isinstance(current, yaml.SequenceNode):
+            pending.extend((child, depth + 1) for child in current.value)
+        elif isinstance(current, yaml.MappingNode):
+            pending.extend((item, depth + 1) for pair in current.value for item in pair)
+    return True
+
+
 def _literal_size(node: yaml.Node) -> int:
     """Nodes written out in the text (each anchored node once, however many aliases name it)."""
     seen: set[int] = set()
@@ -254,11 +276,12 @@ def _load_documents(loader_class: Any, text: str, max_nodes: int) -> list[tuple[
             if node is None:  # check_node() said a document follows
                 break
             line = node.start_mark.line + 1
-            if _too_deep(node, {}):
-                raise _LoadProblem(f"document at line {line} nests deeper than {MAX_DEPTH} levels")
-            literal = _literal_size(node)
-            if _expanded_size(node, {}, literal + max_nodes) > literal + max_nodes:
-                raise _LoadProblem(f"YAML aliases expand to more than {max_nodes} values (an alias bomb?)")
+            if not _is_shallow_tree(node):  # aliases, or deep: the checks below decide
+                if _too_deep(node, {}):
+                    raise _LoadProblem(f"document at line {line} nests deeper than {MAX_DEPTH} levels")
+                literal = _literal_size(node)
+                if _expanded_size(node, {}, literal + max_nodes) > literal + max_nodes:
+                    raise _LoadProblem(f"YAML aliases expand to more than {max_nodes} values (an alias bomb?)")
             documents.append((line, loader.construct_document(node)))
     finally:
         loader.dispose()
