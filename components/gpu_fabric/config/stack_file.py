@@ -152,8 +152,8 @@ def _is_shallow_tree(node: yaml.Node) -> bool:
 
     Such a document -- nearly every one: manifests and stack files seldom use aliases -- passes the
     depth and alias checks by construction (nothing to expand, no cycle), so one walk replaces their
-    three. ``gpu-fabric lint`` of a 2,500-item ``kubectl get -o yaml`` list spent about half its time
-    in those walks. Anything else is left to them, so their verdicts and wording stay as they are.
+    three. Reading a 2,500-item ``kubectl get -o yaml`` list (1.8 MB), the three took 0.5 s of its 2.5 s,
+    this one 0.2 s. Anything else is left to them, so their verdicts and wording stay as they are.
     """
     seen: set[int] = set()
     pending = [(node, 1)]
