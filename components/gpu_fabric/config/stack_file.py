@@ -118,6 +118,15 @@ class _LoadProblem(Exception):
     pass
 
 
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    """A sequence's items, a mapping's keys and values in order, nothing for a scalar (what each walk below visits)."""
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [item for pair in node.value for item in pair]
+    return []
+
+
 def _too_deep(node: yaml.Node, memo: dict[int, int], depth: int = 1, path: set[int] | None = None) -> bool:
     """True when ``node`` nests deeper than :data:`MAX_DEPTH` (aliases followed; recursion bounded by the limit).
 
@@ -131,14 +140,9 @@ def _too_deep(node: yaml.Node, memo: dict[int, int], depth: int = 1, path: set[i
     room = MAX_DEPTH - depth + 1
     if memo.get(id(node), MAX_DEPTH + 1) <= room:
         return False  # this node (an alias's target) already fitted in no more room than this
-    children: list[yaml.Node] = []
-    if isinstance(node, yaml.SequenceNode):
-        children = node.value
-    elif isinstance(node, yaml.MappingNode):
-        children = [item for pair in node.value for item in pair]
     path.add(id(node))
     try:
-        for child in children:
+        for child in _children(node):
             if _too_deep(child, memo, depth + 1, path):
                 return True
     finally:
@@ -162,10 +166,7 @@ def _is_shallow_tree(node: yaml.Node) -> bool:
         if id(current) in seen or depth > MAX_DEPTH:
             return False
         seen.add(id(current))
-        if isinstance(current, yaml.SequenceNode):
-            pending.extend((child, depth + 1) for child in current.value)
-        elif isinstance(current, yaml.MappingNode):
-            pending.extend((item, depth + 1) for pair in current.value for item in pair)
+        pending.extend((child, depth + 1) for child in _children(current))
     return True
 
 
@@ -178,10 +179,7 @@ def _literal_size(node: yaml.Node) -> int:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, yaml.SequenceNode):
-            pending.extend(current.value)
-        elif isinstance(current, yaml.MappingNode):
-            pending.extend(item for pair in current.value for item in pair)
+        pending.extend(_children(current))
     return len(seen)
 
 
@@ -192,16 +190,10 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
         return known
     memo[id(node)] = limit + 1  # a recursive alias expands forever
     size = 1
-    if isinstance(node, yaml.SequenceNode):
-        for child in node.value:
-            size += _expanded_size(child, memo, limit)
-            if size > limit:
-                break
-    elif isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            size += _expanded_size(key, memo, limit) + _expanded_size(value, memo, limit)
-            if size > limit:
-                break
+    for child in _children(node):
+        size += _expanded_size(child, memo, limit)
+        if size > limit:
+            break
     memo[id(node)] = size
     return size
 

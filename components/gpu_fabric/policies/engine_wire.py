@@ -129,14 +129,12 @@ def plain(value: Any) -> Any:
         return [plain(item) for item in value]
     if isinstance(value, Unknown):
         return value
-    if isinstance(value, str):
+    if isinstance(value, str):  # a str subclass
         return UNKNOWN if _is_unknown_sentinel(value) else value
-    if isinstance(value, bool) or value is None:
-        return value
     if isinstance(value, float):
         return int(value) if math.isfinite(value) and value.is_integer() else value
     if isinstance(value, Mapping):
-        return {str(key): plain(_target(value)[key]) for key in value}
+        return {str(key): plain(value[key]) for key in value}
     if isinstance(value, (list, tuple)):
         return [plain(item) for item in value]
     if hasattr(value, "value") and type(value).__name__ == "Secret":
