@@ -125,12 +125,73 @@ def test_a_malformed_allocation_is_a_failed_check_not_a_crash(break_it, field):
     assert check.detail == f"ResourceClaim team-a/c: {field} is not of the resource.k8s.io/v1 shape"
 
 
-def test_claims_without_an_allocation_or_without_a_gpu_and_nic_are_not_judged_and_garbage_fails():
+def test_claims_without_an_allocation_or_a_gpu_are_not_judged_and_garbage_fails():
     unallocated = claim("u", ALIGNED)
     del unallocated["status"]["allocation"]
-    gpu_only = claim("g", ALIGNED[:1])
-    checks = alignment_checks([unallocated, gpu_only, 3], [gpu_slice(), efa_slice()])
+    nic_only = claim("n", ALIGNED[1:])
+    checks = alignment_checks([unallocated, nic_only, 3], [gpu_slice(), efa_slice()])
     assert [(c.status, c.found) for c in checks] == [(FAIL, "malformed")]
+
+
+def test_a_gpu_claimed_without_its_nic_on_a_fabric_node_fails():
+    # What the real kube-scheduler allocates for a pod asking for nvidia.com/gpu when the GPU DeviceClass sets
+    # extendedResourceName (tests/e2e/test_scheduler_dra.py): an implicit claim holding one GPU and no EFA.
+    implicit = claim("trainer-0-extended-resources-x7k2p", ALIGNED[:1], spec={"devices": {"requests": []}})
+    (check,) = alignment_checks([implicit], [gpu_slice(), efa_slice()])
+    assert check.status == FAIL and check.subject == "pod team-a/trainer-0"
+    assert "gpu-0 (gpu.nvidia.com, pool ip-10-0-1-1, request gpu) claimed without a NIC on node ip-10-0-1-1" in check.detail
+    assert "extendedResourceName" in check.detail
+
+
+def test_a_gpu_claimed_alone_on_a_node_publishing_no_nic_is_not_judged():
+    assert alignment_checks([claim("g", ALIGNED[:1])], [gpu_slice()]) == []
+    # NICs published on another node do not make this one a fabric node.
+    assert alignment_checks([claim("g", ALIGNED[:1])], [gpu_slice(), efa_slice(node="ip-10-0-9-9")]) == []
+
+
+def test_roots_pair_only_on_one_node():
+    # Root names repeat on every node of a type: a GPU on one node and NICs "on the same root" of another do not pair.
+    other = "ip-10-0-2-2"
+    results = [("gpu", "gpu.nvidia.com", "gpu-0"), ("efa", "dra.net", "rdmap0"), ("efa", "dra.net", "rdmap1")]
+    cross = claim("c", results)
+    for result in cross["status"]["allocation"]["devices"]["results"][1:]:
+        result["pool"] = other
+    (check,) = alignment_checks([cross], [gpu_slice(), efa_slice(), efa_slice(node=other)])
+    assert check.status == FAIL
+    assert "on pci0000:10 of node ip-10-0-1-1 has no NIC of the claim on its root" in check.detail
+    assert "rdmap0 on pci0000:10 of node ip-10-0-2-2" in check.detail
+
+
+def test_only_a_pools_newest_generation_decides_a_root():
+    stale = efa_slice(roots=("pci0000:10", "pci0000:10"))  # once rdmap2/3 sat on the GPU's root
+    newest = efa_slice()
+    newest["spec"]["pool"]["generation"] = 2
+    for order in ([newest, stale], [stale, newest]):
+        (check,) = alignment_checks([claim("s", SPLIT)], [gpu_slice(), *order])
+        assert check.status == FAIL, order
+
+
+def test_a_result_naming_no_request_of_the_spec_is_malformed():
+    results = [("gpu", "gpu.nvidia.com", "gpu-0"), ("stray", "dra.net", "rdmap2"), ("stray", "dra.net", "rdmap3")]
+    (check,) = alignment_checks([claim("r", results)], [gpu_slice(), efa_slice()])
+    assert check.status == FAIL and check.found == "malformed allocation"
+    assert "results[1].request ('stray' names no request of the spec)" in check.detail
+
+
+def test_a_device_published_twice_at_different_roots_is_not_checked():
+    twice = efa_slice()
+    duplicate = copy.deepcopy(twice)
+    duplicate["metadata"]["name"] += "-2"
+    duplicate["spec"]["devices"] = [{"name": "rdmap0", "attributes": {PCIE_ROOT: {"string": "pci0000:20"}}}]
+    (check,) = alignment_checks([claim("d", ALIGNED)], [gpu_slice(), twice, duplicate])
+    assert check.status == INCONCLUSIVE
+    assert "publishes rdmap0 more than once, at different places" in check.detail
+
+
+def test_more_results_than_the_api_allows_is_malformed_without_reading_them():
+    results = [("gpu", "gpu.nvidia.com", "gpu-0")] + [("efa", "dra.net", f"rdmap{i % 4}") for i in range(20_000)]
+    (check,) = alignment_checks([claim("big", results)], [gpu_slice(), efa_slice()])
+    assert check.status == FAIL and "more than 32 entries" in check.detail
 
 
 def test_expectations_take_the_namespaces_of_the_rendered_claim_templates():

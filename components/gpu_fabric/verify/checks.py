@@ -13,7 +13,7 @@ from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
 
 from gpu_fabric.config.quantity import QuantityError, parse_quantity
 from gpu_fabric.config.pool import labels_identify_pool
-from gpu_fabric.verify.dra import ALIGNED, MALFORMED, NOT_CHECKED, SPLIT, alignments
+from gpu_fabric.verify.dra import ALIGNED, MALFORMED, NOT_CHECKED, SPLIT, UNPAIRED, alignments
 from gpu_fabric.verify.dra import EXPECTED as DRA_EXPECTED
 from gpu_fabric.verify.expectations import (
     KUBELET_TOPOLOGY_DEFAULTS,
@@ -283,8 +283,10 @@ def object_checks(expectation: ObjectExpectation, found: Optional[Mapping[str, A
 
 # -- DRA claims -------------------------------------------------------------------------------------
 
-ALIGNMENT_STATUS: Mapping[str, Status] = {ALIGNED: PASS, SPLIT: FAIL, MALFORMED: FAIL, NOT_CHECKED: INCONCLUSIVE}
-"""A split pair or a malformed allocation fails; a device without a published root is not checked, never a pass."""
+ALIGNMENT_STATUS: Mapping[str, Status] = {ALIGNED: PASS, SPLIT: FAIL, UNPAIRED: FAIL, MALFORMED: FAIL,
+                                          NOT_CHECKED: INCONCLUSIVE}
+"""A split pair, a GPU claimed without its NIC on a fabric node or a malformed allocation fails; a device without a
+published root is not checked, never a pass."""
 
 
 def alignment_checks(claims: Sequence[Any], slices: Sequence[Any]) -> list[Check]:
