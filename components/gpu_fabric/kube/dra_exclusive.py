@@ -8,9 +8,16 @@
   ``gpuResourcesEnabledOverride``). The rule is per device type, not per node: NVIDIA's plugin for GPUs beside
   DRANET for EFA is another, valid, design (EKS GB200 guide), but not the one a ``dra`` pool declares.
 * ``dra-pool-plugin-keys``: nothing the stack runs on the pool requests those keys. On a ``dra`` pool no plugin
-  advertises them, so a pod requesting them never schedules (and with a plugin it would share the devices the
-  claims allocate); GPUStack's ModelDeployment and Mooncake members can only request them (the operator has no DRA
-  support: its CRD carries no ``resourceClaims``), so they belong on ``plugin`` pools.
+  advertises them. A pod asking for ``vpc.amazonaws.com/efa`` there stays Pending ("Insufficient
+  vpc.amazonaws.com/efa"). A pod asking for ``nvidia.com/gpu`` is *scheduled* when the GPU DeviceClass sets
+  ``extendedResourceName: nvidia.com/gpu``, as NVIDIA's DRA driver chart writes it on ``resource.k8s.io/v1``:
+  the scheduler gives it an implicit claim holding GPUs and no EFA device (DRAExtendedResource, KEP-5004, GA in
+  1.37; seen under the real kube-scheduler v1.37.2 in tests/e2e/test_scheduler_dra.py), so its KV cache moves
+  without GPUDirect RDMA -- the silent fallback the stack exists to prevent; without that field it stays Pending
+  ("Insufficient nvidia.com/gpu"). Either way the pod does not get its GPU beside its NIC. GPUStack's
+  ModelDeployment and Mooncake members can only request the keys (the operator has no DRA support: its CRD
+  carries no ``resourceClaims``), so they belong on ``plugin`` pools. ``gpu-fabric verify`` fails such an
+  implicit claim on a live cluster (:mod:`gpu_fabric.verify.dra`).
 
 :func:`device_plugin_findings` is called by ``load_config`` (the stack's own EFA plugin and ``providedBy``), by
 ``gpu-fabric lint --stack`` (manifests beside the stack's plugin) and by the ``dra-pools`` policy.
@@ -77,9 +84,18 @@ def plugin_key_findings(pool: PoolView, keys: Collection[str], subject: ObjectRe
         return []
     return [Finding.of(DRA_POOL_PLUGIN_KEYS, path, (
         f"{subject} requests {', '.join(wanted)} on pool {pool.name}, whose GPUs and EFA devices are claimed through "
-        "DRA (deviceAllocation: dra): no device plugin advertises them there, so the pod never schedules. Run it on a "
-        "deviceAllocation: plugin pool, or (a plain pod) claim the pool's ResourceClaimTemplate instead (docs/dra.md)"),
+        f"DRA (deviceAllocation: dra): {_plugin_key_outcome(wanted)}. Run it on a deviceAllocation: plugin pool, or "
+        "(a plain pod) claim the pool's ResourceClaimTemplate instead (docs/dra.md)"),
         subject=subject, pool=pool.name, rests_on_unknown=pool.fabric_unknown)]
+
+
+def _plugin_key_outcome(keys: Collection[str]) -> str:
+    """What the real kube-scheduler does with such a pod (tests/e2e/test_scheduler_dra.py)."""
+    if constants.EFA_RESOURCE in keys:
+        return f"nothing advertises {constants.EFA_RESOURCE} there, so the pod stays Pending"
+    return (f"the pod either stays Pending or, when the GPU DeviceClass sets extendedResourceName: "
+            f"{constants.NVIDIA_GPU_RESOURCE} (NVIDIA's chart does), gets GPUs through an implicit claim without "
+            "their EFA devices, so its transfers run without GPUDirect RDMA")
 
 
 def workload_plugin_key_findings(objects: Sequence[Mapping[str, Any]], pools: Sequence[PoolView]) -> list[Finding]:
