@@ -45,12 +45,16 @@ class ControlPlane:
 
     @classmethod
     def start(cls, folder: Path, engine_bin: Path, operator: Optional[str] = None,
-              kueue: bool = False) -> "ControlPlane":
+              kueue: bool = False, scheduler: bool = False, crds: bool = True) -> "ControlPlane":
         argv = [sys.executable, str(SCRIPTS / "control-plane"), "start", str(folder)]
         if operator:
             argv += ["--operator", operator]
         if kueue:
             argv.append("--kueue")
+        if scheduler:
+            argv.append("--scheduler")
+        if not crds:
+            argv.append("--no-crds")
         env = {**os.environ, "GPU_FABRIC_ENGINE_BIN": str(engine_bin)}
         done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
         if done.returncode != 0:
@@ -59,6 +63,21 @@ class ControlPlane:
             subprocess.run([sys.executable, str(SCRIPTS / "control-plane"), "stop", str(folder)])
             raise RuntimeError(f"control-plane start failed ({done.returncode}): {done.stderr}{logs}")
         return cls(kubeconfig=Path(done.stdout.strip().splitlines()[-1]), folder=folder)
+
+    def kubelet(self, node: str, *options: str, engine_bin: Optional[Path] = None) -> dict:
+        """``scripts/control-plane kubelet DIR --node NODE OPTIONS...`` (start, ``--restart`` or ``--stop``)."""
+        assert self.folder is not None, "a kubelet joins only a control plane these tests started"
+        env = dict(os.environ)
+        if engine_bin is not None:
+            env["GPU_FABRIC_ENGINE_BIN"] = str(engine_bin)
+        done = subprocess.run([sys.executable, str(SCRIPTS / "control-plane"), "kubelet", str(self.folder),
+                               "--node", node, *options], capture_output=True, text=True, env=env, timeout=180)
+        if done.returncode != 0:
+            log = self.folder / "logs" / f"kubelet-{node}.log"
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if log.is_file() else ""
+            raise RuntimeError(f"control-plane kubelet {node} {' '.join(options)} failed ({done.returncode}): "
+                               f"{done.stderr}\n--- tail of {log}\n{tail}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
 
     @classmethod
     def existing(cls, kubeconfig: Path) -> "ControlPlane":
