@@ -387,7 +387,7 @@ class _Attempt:
         allocatable = (self.free_cpus - self.topology.reserved_cpus) | self.reuse_cpus
         taken: set[int] = set()
         if hint.affinity is not None:
-            aligned = {c for c in allocatable if self.topology.cpu_node(c) in hint.nodes}
+            aligned = {c for c in allocatable if self.topology.cpu_node(c) in (hint.nodes or ())}
             taken = _take_cpus(self.topology, aligned, min(count, len(aligned)))
         taken |= _take_cpus(self.topology, allocatable - taken, count - len(taken))
         self.free_cpus -= taken
@@ -419,7 +419,7 @@ def _explain(resource: str, requested: int, hints: list[TopologyHint], free: lis
     if not hints:
         per_node = ", ".join(f"NUMA {n}: {c}" for n, c in enumerate(free))
         return f"{what}: only {sum(free)} free ({per_node})"
-    preferred = [h.nodes for h in hints if h.preferred]
+    preferred = [h.nodes or () for h in hints if h.preferred]
     if policy == "single-numa-node" and all(len(p) > 1 for p in preferred):
         return f"{what} needs NUMA {' or '.join(_nodes_text(p) for p in preferred)} (single-numa-node allows one node)"
     return f"{what} fits NUMA {' or '.join(_nodes_text(p) for p in preferred)}"

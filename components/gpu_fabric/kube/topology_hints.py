@@ -134,17 +134,22 @@ def best_non_preferred_affinity_count(lists: Sequence[Sequence[TopologyHint]]) -
     return max(counts, default=0)
 
 
+def _merged(hint: TopologyHint) -> int:
+    # A merged hint always has a mask (mergePermutation ANDs into the default affinity).
+    return 0 if hint.affinity is None else hint.affinity
+
+
 def _fitter(current: TopologyHint, candidate: TopologyHint) -> TopologyHint:
     # policy.go NewHintMerger compareNumaAffinityMasks (prefer-closest-numa-nodes is not modelled): equal masks
     # keep the current hint, else the narrower mask wins.
-    if candidate.affinity == current.affinity or not _narrower(candidate.affinity, current.affinity):
+    if candidate.affinity == current.affinity or not _narrower(_merged(candidate), _merged(current)):
         return current
     return candidate
 
 
 def compare(current: Optional[TopologyHint], candidate: TopologyHint, best_count: int) -> Optional[TopologyHint]:
     """The better of two merged hints (policy.go HintMerger.compare)."""
-    if _count(candidate.affinity) == 0:  # an empty AND serves nothing
+    if _count(_merged(candidate)) == 0:  # an empty AND serves nothing
         return current
     if current is None:
         return candidate
@@ -153,7 +158,7 @@ def compare(current: Optional[TopologyHint], candidate: TopologyHint, best_count
     if current.preferred:
         return _fitter(current, candidate)
     # Both unpreferred: get as close to best_count as possible without exceeding it (cases 1 to 3cc).
-    now, new = _count(current.affinity), _count(candidate.affinity)
+    now, new = _count(_merged(current)), _count(_merged(candidate))
     if now > best_count:
         return _fitter(current, candidate)
     if now == best_count:
