@@ -148,6 +148,19 @@ def test_cpu_hints_come_only_from_guaranteed_pods_with_integer_cpus():
     assert state.free_cpus == {0, 1}
 
 
+def test_exclusive_cpus_take_whole_free_numa_nodes_first_then_single_cpus():
+    topology = NodeTopology({}, ((0, 1, 2, 3), (4, 5, 6, 7)), frozenset({0}), "best-effort", cpu_manager_policy="static")
+    state = NodeState(topology)
+    # 5 CPUs: no single node holds them, so the hint is NUMA 0+1; NUMA 1 is free and taken whole, then CPU 1.
+    assert state.admit(pod("five", container("a", cpu="5"))).numa_nodes == {"a": {"cpu": (0, 1)}}
+    assert state.free_cpus == {0, 2, 3}
+    # 4 CPUs fit one node by count, so one-node masks are preferred; NUMA 0 has 3 free (CPU 0 reserved): NUMA 1.
+    restricted = NodeState(NodeTopology({}, topology.cpus, frozenset({0}), cpu_manager_policy="static"))
+    assert restricted.admit(pod("four", container("a", cpu="4"))).numa_nodes == {"a": {"cpu": (1,)}}
+    assert restricted.admit(pod("two", container("a", cpu="2"))).numa_nodes == {"a": {"cpu": (0,)}}
+    assert restricted.free_cpus == {0, 3}
+
+
 def test_app_containers_reuse_the_devices_of_init_containers():
     init = container("fetch", 4, 0)
     state = node("restricted")
@@ -178,6 +191,13 @@ def test_more_numa_nodes_than_max_allowable_stops_the_kubelet_except_under_polic
         NodeTopology({}, cpus, policy="restricted")
     assert NodeTopology({}, cpus, policy="none").cpus == cpus
     assert NodeTopology({}, cpus, max_allowable_numa_nodes=9).max_allowable_numa_nodes == 9
+
+
+def test_a_static_cpu_manager_needs_reserved_cpus_of_the_node():
+    with pytest.raises(ValueError, match="needs reserved CPUs"):
+        NodeTopology(P5_LIKE, ((0,), (1,)), cpu_manager_policy="static")
+    with pytest.raises(ValueError, match=r"reserved CPUs \[7\]"):
+        NodeTopology(P5_LIKE, ((0,), (1,)), frozenset({7}), cpu_manager_policy="static")
 
 
 def test_pod_level_resources_are_refused_rather_than_guessed():

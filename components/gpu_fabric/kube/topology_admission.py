@@ -55,6 +55,13 @@ class NodeTopology:
         if self.policy not in POLICIES or self.scope not in ("container", "pod") or \
                 self.cpu_manager_policy not in ("none", "static"):
             raise ValueError(f"unknown policy/scope/cpuManagerPolicy {self.policy}/{self.scope}/{self.cpu_manager_policy}")
+        all_cpus = {cpu for cpus in self.cpus for cpu in cpus}
+        if not self.reserved_cpus <= all_cpus:
+            raise ValueError(f"reserved CPUs {sorted(self.reserved_cpus - all_cpus)} are not CPUs of the node")
+        # cpumanager/cpu_manager.go NewManager: "the static policy requires systemreserved.cpu + kubereserved.cpu
+        # to be greater than zero" (the kubelet exits).
+        if self.cpu_manager_policy == "static" and not self.reserved_cpus:
+            raise ValueError("cpuManagerPolicy static needs reserved CPUs (reservedSystemCPUs)")
         # topologymanager/policy_options.go NewPolicyOptions, topology_manager.go NewManager: the kubelet exits.
         if self.max_allowable_numa_nodes < DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
             raise ValueError(f"max-allowable-numa-nodes must be at least {DEFAULT_MAX_ALLOWABLE_NUMA_NODES}")
