@@ -106,6 +106,7 @@ def test_best_effort_admits_but_allocation_fails_when_devices_ran_out():
     state.admit(aligned())
     refused = state.admit(misaligned())
     assert refused.reason == UNEXPECTED_ADMISSION_ERROR
+    assert refused.detail.startswith("container engine: Allocate failed due to requested number of devices")
     assert f"unavailable for {EFA}. Requested: 12, Available: 8" in refused.detail
     assert state.free_devices[GPU] == [0, 4]  # the refused pod's GPU is given back
 
@@ -174,6 +175,16 @@ def test_pod_requests_take_the_larger_of_init_containers_and_app_containers_plus
     sidecar = container("proxy", 0, 2, restartPolicy="Always")
     manifest = pod("p", container("a", 1, 4), container("b", 1, 4), init=[container("i", 3, 1), sidecar])
     assert pod_device_requests(manifest, NodeTopology(P5_LIKE, ((0,), (1,)))) == {GPU: 3, EFA: 10}
+
+
+def test_scattered_free_devices_are_refused_under_restricted_and_the_detail_says_so():
+    state = node("restricted")
+    assert state.admit(pod("a", container("a", 3))).numa_nodes == {"a": {GPU: (0,)}}
+    assert state.admit(pod("b", container("b", 3))).numa_nodes == {"b": {GPU: (1,)}}
+    refused = state.admit(pod("c", container("c", 2)))  # one GPU free on each node: only NUMA 0+1, not preferred
+    assert refused.reason == TOPOLOGY_AFFINITY_ERROR
+    assert f"{GPU} x2: too few free on as few NUMA nodes as it needs (NUMA 0: 1, NUMA 1: 1)" in refused.detail
+    assert node("best-effort").admit(pod("c", container("c", 5))).numa_nodes == {"c": {GPU: (0, 1)}}
 
 
 def test_release_gives_a_deleted_pods_devices_back():

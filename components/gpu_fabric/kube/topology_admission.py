@@ -295,6 +295,7 @@ class _Attempt:
         self.held_cpus: set[int] = set()
         self.numa_nodes: dict[str, dict[str, tuple[int, ...]]] = {}
         self.affinity: dict[str, Optional[tuple[int, ...]]] = {}
+        self.allocating = ""
 
     # hint providers, in the kubelet's order: device manager, CPU manager (the memory manager is not modelled)
 
@@ -350,7 +351,8 @@ class _Attempt:
                         return self.refusal(f"container {name}", requests, cpus, providers)
                     self.allocate(pod, name, container, kind, best)
         except _AllocationError as error:
-            return Admission(False, UNEXPECTED_ADMISSION_ERROR, {}, f"Allocate failed due to {error}, which is unexpected")
+            return Admission(False, UNEXPECTED_ADMISSION_ERROR, {},
+                             f"container {self.allocating}: Allocate failed due to {error}, which is unexpected")
         return Admission(True, None, self.numa_nodes, _admitted_detail(self.numa_nodes), self.affinity)
 
     # allocation
@@ -359,6 +361,7 @@ class _Attempt:
                  hint: TopologyHint) -> None:
         """The providers' Allocate for one container under ``hint`` (devices first, then CPUs)."""
         self.affinity[name] = hint.nodes
+        self.allocating = name
         placed = self.allocate_devices(device_requests(container, self.topology), kind, hint)
         cpus = self.allocate_cpus(guaranteed_cpus(pod, container), kind, hint)
         if cpus:
@@ -423,10 +426,13 @@ def _nodes_text(nodes: tuple[int, ...]) -> str:
 
 def _explain(resource: str, requested: int, hints: list[TopologyHint], free: list[int], policy: str) -> str:
     what = f"{resource} x{requested}"
+    per_node = ", ".join(f"NUMA {n}: {c}" for n, c in enumerate(free))
     if not hints:
-        per_node = ", ".join(f"NUMA {n}: {c}" for n, c in enumerate(free))
         return f"{what}: only {sum(free)} free ({per_node})"
     preferred = [h.nodes or () for h in hints if h.preferred]
+    if not preferred:  # the free devices are scattered: only masks wider than its count needs can serve it
+        wider = " or ".join(_nodes_text(h.nodes or ()) for h in hints)
+        return f"{what}: too few free on as few NUMA nodes as it needs ({per_node}); only NUMA {wider} together"
     if policy == "single-numa-node" and all(len(p) > 1 for p in preferred):
         return f"{what} needs NUMA {' or '.join(_nodes_text(p) for p in preferred)} (single-numa-node allows one node)"
     return f"{what} fits NUMA {' or '.join(_nodes_text(p) for p in preferred)}"
