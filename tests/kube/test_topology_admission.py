@@ -8,6 +8,8 @@ others pin single rules with small hand-checked inputs.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpu_fabric.kube.topology_admission import (
     TOPOLOGY_AFFINITY_ERROR,
@@ -276,3 +278,34 @@ def test_policies_differ_on_the_same_hints():
     assert policy_merge("single-numa-node", [{"g": gpu, "e": efa}], 2) == (h(None, False), False)
     assert policy_merge("single-numa-node", [{}], 2) == (h(None, True), True)  # any node: stored as no affinity
     assert policy_merge("none", [{"e": []}], 2) == (h(None, True), True)
+
+
+_MASKS = st.integers(min_value=1, max_value=0b111)
+_RESOURCE = st.one_of(st.none(), st.lists(st.builds(TopologyHint, _MASKS, st.booleans()), max_size=4))
+
+
+def _common_preferred(resources):
+    listed = [hints for hints in resources.values() if hints is not None]
+    masks = [{hint.affinity for hint in hints if hint.preferred} for hints in listed]
+    return set.intersection(*masks) if masks else {0b111}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from("abc"), _RESOURCE, max_size=3))
+def test_restricted_admits_exactly_when_one_mask_is_preferred_by_every_resource_and_best_effort_always(resources):
+    # mergePermutation: preferred only if all are preferred and equal; compare: the narrowest preferred wins.
+    best, admit = policy_merge("restricted", [resources], 3)
+    common = _common_preferred(resources)
+    assert admit == bool(common)
+    if common:
+        assert best == TopologyHint(min(common, key=lambda m: (bin(m).count("1"), m)), True)
+    assert policy_merge("best-effort", [resources], 3) == (best, True)  # the same merge, always admitted
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from("abc"), _RESOURCE, max_size=3))
+def test_single_numa_node_admits_exactly_when_one_node_is_preferred_by_every_resource(resources):
+    # filterSingleNumaHints drops wider hints first; with no hints at all the pod has no preference and is admitted.
+    _, admit = policy_merge("single-numa-node", [resources], 3)
+    unconstrained = all(hints is None for hints in resources.values())
+    assert admit == (unconstrained or any(bin(m).count("1") == 1 for m in _common_preferred(resources)))
