@@ -48,6 +48,10 @@ class NodeTopology:
     max_allowable_numa_nodes: int = DEFAULT_MAX_ALLOWABLE_NUMA_NODES
 
     def __post_init__(self) -> None:
+        # Lists and sets read as the tuples and frozenset the fields hold (a dataclass does not convert).
+        object.__setattr__(self, "cpus", tuple(tuple(cpus) for cpus in self.cpus))
+        object.__setattr__(self, "reserved_cpus", frozenset(self.reserved_cpus))
+        object.__setattr__(self, "devices", {r: tuple(counts) for r, counts in self.devices.items()})
         numa = len(self.cpus)
         for resource, counts in self.devices.items():
             if len(counts) > numa or min(counts, default=0) < 0:
