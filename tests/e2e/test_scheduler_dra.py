@@ -31,9 +31,9 @@ HOLDERS = "holders"
 UNSCHEDULABLE = "cannot allocate all claims"
 TAINT = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
 
-# Layout -> the GPU counts per claim its stack renders: one root, several roots, the whole node (p5: the most a
-# claim can hold, 6 GPUs with their 24 EFA, under the API's 32 results per claim).
-LAYOUTS = {"p4d.24xlarge": [2, 4, 8], "p5.48xlarge": [1, 4, 6], "p5en.48xlarge": [1, 2, 8]}
+# Layout -> the GPU counts per claim its stack renders: one root, several roots, the whole node (p5: half of it,
+# 4 GPUs with their 16 EFA; the whole node's 40 devices are above the API's 32 results per claim).
+LAYOUTS = {"p4d.24xlarge": [2, 4, 8], "p5.48xlarge": [1, 2, 4], "p5en.48xlarge": [1, 2, 8]}
 
 
 @pytest.fixture(scope="module")
