@@ -136,6 +136,8 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (host_access.KUBELET_HOST_ACCESS, host_access.host_access_findings),
     # Workloads on fabric pools.
     *((spec.rule, spec.check) for spec in workloads.RULES),
+    (workloads.WORKLOAD_NODE_CAPACITY, workloads.node_capacity_findings),
+    (workloads.WORKLOAD_LANDS_ON_NO_POOL, workloads.no_pool_finding),
     # Dynamic Resource Allocation: claims, their templates and the pods that use them.
     (dra_claims.DRA_CLAIM_SHAPE, dra_claims.read_claim_template),
     (dra_rules.DRA_DRANET_HOST_NETWORK, dra_rules.host_network_findings),
