@@ -177,3 +177,26 @@ def test_the_policy_and_load_config_read_one_pool_view() -> None:
     assert pool is not None
     assert (pool.instance_types, pool.provisioner, pool.gpu_counts) == (("p5en.48xlarge",), "managedNodeGroup", (1, 8))
     assert DraPool.of_input(load_config(stack_values("aws-efa")).pools[0].model_dump(by_alias=True)) is None
+
+
+def test_claim_sizes_that_do_not_tile_the_pcie_roots_are_refused_with_the_sizes_that_do() -> None:
+    """Issue 36: [1, 3, 8] on p5en strands GPUs; [3, 8] on p4d (2 GPUs + 1 EFA per root) splits a root."""
+    config = values()
+    config["pools"][0]["gpusPerClaim"] = [1, 3, 8]
+    message = paths(refusal(config))["pools[0].gpusPerClaim"]
+    assert "claims of 3 GPUs do not tile a node of 8" in message and "1, 2, 4, 8" in message
+    config["pools"][0]["aws"]["instanceTypes"] = ["p4d.24xlarge"]
+    config["pools"][0]["interfacesPerNode"] = 4
+    config["pools"][0]["gpusPerClaim"] = [3, 8]
+    message = paths(refusal(config))["pools[0].gpusPerClaim"]
+    assert "splits a PCIe root of p4d.24xlarge" in message and "without its EFA device" in message and "2, 4, 8" in message
+    config["pools"][0]["gpusPerClaim"] = [2, 8]
+    load_config(config, aws_region="us-east-1")
+
+
+def test_a_dra_pool_under_gpustacks_queues_is_refused_naming_standalone() -> None:
+    """Issue 36: the operator never creates a ClusterQueue for the pool, so its LocalQueues meter nothing."""
+    config = values()
+    config["queueOwner"] = "gpustack"
+    message = paths(refusal(config))["pools[0].deviceAllocation"]
+    assert "queueOwner: standalone" in message and "unmetered" in message

@@ -129,6 +129,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (dra_pools.DRA_KUBERNETES_VERSION_RULE, dra_pools.kubernetes_version_findings),
     (dra_pools.DRA_POOL_PROVISIONER, dra_pools.provisioner_findings),
     (dra_pools.DRA_POOL_TOPOLOGY, dra_pools.topology_findings),
+    (dra_pools.DRA_POOL_QUEUE_OWNER, dra_pools.queue_owner_findings),
     (dra_exclusive.DRA_POOL_DEVICE_PLUGIN, dra_exclusive.device_plugin_findings),
     (dra_exclusive.DRA_POOL_PLUGIN_KEYS, dra_exclusive.plugin_key_findings),
     (kueue_rules.KUEUE_FABRIC_WORKLOAD_QUEUE, kueue_rules.workload_queue_findings),
