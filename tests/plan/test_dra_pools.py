@@ -200,3 +200,22 @@ def test_a_dra_pool_under_gpustacks_queues_is_refused_naming_standalone() -> Non
     config["queueOwner"] = "gpustack"
     message = paths(refusal(config))["pools[0].deviceAllocation"]
     assert "queueOwner: standalone" in message and "unmetered" in message
+
+
+def test_an_own_nodes_dra_pool_without_the_device_allocation_label_is_refused_at_render() -> None:
+    """Issue 36: the stack's EFA plugin (deployed for a plugin pool beside) keeps off nodes labelled
+    gpu-fabric.io/device-allocation: dra; nodes the stack does not provision carry it only if nodeLabels say so.
+    The pack refused this already; render now refuses it too, naming the label."""
+    config = values()
+    own = config["pools"][0]
+    del own["aws"]
+    del config["kubernetes"]
+    own["nodeLabels"] = {"gpu-fabric.io/pool": "p5en-h200", "node.kubernetes.io/instance-type": "p5en.48xlarge"}
+    plugin = copy.deepcopy(stack_values("aws-efa"))["pools"][0]
+    plugin["aws"]["clusterName"] = "llm-serving"
+    config["pools"].append(plugin)
+    message = paths(refusal(config))["devicePlugins.efa"]
+    assert "would run on pool p5en-h200" in message
+    assert "add that label to the pool's nodeLabels" in message and "gpu-fabric.io/device-allocation: dra" in message
+    own["nodeLabels"]["gpu-fabric.io/device-allocation"] = "dra"
+    load_config(config, aws_region="us-east-1")

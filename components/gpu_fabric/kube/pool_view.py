@@ -98,8 +98,10 @@ def pool_view_of(spec: "PoolSpec") -> PoolView:
     taints = [taint.model_dump(by_alias=True, exclude_none=True) for taint in [*spec.taints, *(aws.taints if aws else [])]]
     return PoolView(
         name=spec.name, fabric=spec.fabric, interfaces_per_node=spec.interfaces_per_node,
+        # The device-allocation label is the stack's node group's to set; nodes it does not provision carry only what
+        # nodeLabels say (as pool_view_of_input reads them), so render refuses what the pack refuses.
         labels=view_node_labels(spec.name, spec.fabric, spec.node_labels, instance_types, aws.labels if aws else None,
-                                dra=spec.uses_dra),
+                                dra=spec.uses_dra and aws is not None),
         taints=tuple(taints), manufacturer=spec.resolved_manufacturer, instance_types=instance_types,
         topology=spec.topology.model_dump(by_alias=True, exclude_none=True), device_allocation=spec.device_allocation or "plugin",
         accelerators_per_node=spec.accelerators_per_node, accelerator_resource=spec.resolved_accelerator_resource,
