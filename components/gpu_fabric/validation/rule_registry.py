@@ -117,6 +117,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (transport_fabric.KV_MEMBER_TRANSPORT_FABRIC, transport_fabric.member_findings),
     (transport_fabric.ROLE_TRANSFER_LEG_FABRIC, transport_fabric.role_leg_findings),
     (kv_cache_references.KV_CACHE_UNREFERENCED, kv_cache_references.unreferenced_findings),
+    (kv_cache_references.KV_TRANSFER_WITHOUT_ROUTER, kv_cache_references.router_findings),
     (pool_capacity.POOL_ACCELERATOR_CAPACITY, pool_capacity.capacity_findings),
     # Nodes: device plugins, kubelet topology, Kueue, host access.
     (coverage.DEVICE_PLUGIN_COVERAGE, coverage.uncovered_pools),
