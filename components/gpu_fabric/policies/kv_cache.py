@@ -17,7 +17,7 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 from gpu_fabric.findings import Finding
 from gpu_fabric.gpustack.admission_pipeline import analyze
 from gpu_fabric.plan.kv_cache_references import router_findings, unreferenced_findings
-from gpu_fabric.plan.transport_fabric import KV_MEMBER_TRANSPORT_FABRIC, member_findings, role_leg_findings
+from gpu_fabric.plan.transport_fabric import KV_MEMBER_TRANSPORT_FABRIC, member_findings, role_leg_findings, shared_node_findings
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.resource_view import pool_facts, Resource
 from gpu_fabric.policies.reporting import report_finding
@@ -49,7 +49,8 @@ def kv_cache_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]
         role_pool = by_name.get(role.instance_type)
         if role_pool is not None:
             found.extend((deployments.get((role.namespace, role.deployment), ""), finding)
-                         for finding in role_leg_findings(role, role_pool))
+                         for finding in [*role_leg_findings(role, role_pool),
+                                         *shared_node_findings(role, role_pool, report.member_grants)])
     return found
 
 

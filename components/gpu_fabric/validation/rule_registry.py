@@ -116,6 +116,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (domain_rules.DOMAIN_FABRIC_MIX, derivation.derive_domains),
     (transport_fabric.KV_MEMBER_TRANSPORT_FABRIC, transport_fabric.member_findings),
     (transport_fabric.ROLE_TRANSFER_LEG_FABRIC, transport_fabric.role_leg_findings),
+    (transport_fabric.ROLE_INTERFACES_BESIDE_MEMBERS, transport_fabric.shared_node_findings),
     (kv_cache_references.KV_CACHE_UNREFERENCED, kv_cache_references.unreferenced_findings),
     (kv_cache_references.KV_TRANSFER_WITHOUT_ROUTER, kv_cache_references.router_findings),
     (pool_capacity.POOL_ACCELERATOR_CAPACITY, pool_capacity.capacity_findings),
