@@ -27,9 +27,8 @@ from gpu_fabric.kube.dra_claims import (
     GPU_DEVICE_CLASS,
     ClaimSpec,
 )
+from gpu_fabric.kube.dra_rules import ClaimKey  # (namespace, kind, name), as claim_specs keys them
 
-ClaimKey = tuple[str, str, str]
-"""``(namespace, kind, name)`` of a ResourceClaimTemplate or ResourceClaim (:func:`gpu_fabric.kube.dra_rules.claim_specs`)."""
 
 
 def node_capacity_of(fabric: str, *, dra: bool, accelerators: Optional[int], accelerator_resource: Optional[str],

@@ -65,8 +65,8 @@ def member_findings(grant: MemberGrant, pool: PoolView) -> list[Finding]:
 def shared_node_findings(grant: RoleGrant, pool: PoolView, members: Sequence[MemberGrant]) -> list[Finding]:
     """A role whose Pod asks for more of a fabric key than a node of its pool has left once the member groups selecting
     that pool's nodes took theirs (at the role's interface request). Members of other pools or keys do not count."""
-    if pool.interfaces_per_node is None:
-        return []
+    if pool.interfaces_per_node is None or pool.uses_dra:
+        return []  # on a dra pool nothing advertises the key at all: dra-pool-plugin-keys refuses the request
     found = []
     # EFA only: AWS's plugin advertises exactly the node's EFA interfaces, one per device. On RDMA pools the seed
     # walkthrough itself runs members and roles asking for every NIC on the same nodes, and the sources do not say

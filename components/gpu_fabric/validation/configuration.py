@@ -23,7 +23,7 @@ from gpu_fabric.kube.kueue import pool_quotas
 from gpu_fabric.kube.pool_view import pool_view_of
 from gpu_fabric.plan.efa_domains.from_config import domains_from_config
 from gpu_fabric.plan.fabric_plan import coverage_gaps, topology_agent_problems
-from gpu_fabric.plan.transport_fabric import role_leg_findings, shared_node_findings
+from gpu_fabric.plan.transport_fabric import role_leg_findings
 from gpu_fabric.validation.fabric_facts import advertiser_problems, instance_fact_problems
 from gpu_fabric.validation.pack_verdicts import pack_problems
 from gpu_fabric.config.quantity import parse_quantity, whole_count
@@ -238,6 +238,5 @@ def _transfer_problems(config: FabricConfig) -> Iterable[Finding]:
         pool = config.pool(grant.instance_type)
         if pool is not None:
             item = f"modelDeployments[{deployment_position[(grant.namespace, grant.deployment)]}]"
-            view = pool_view_of(pool)
-            for finding in [*role_leg_findings(grant, view), *shared_node_findings(grant, view, report.member_grants)]:
+            for finding in role_leg_findings(grant, pool_view_of(pool)):
                 yield finding.moved(_config_path(item, finding.path)).about(None)
