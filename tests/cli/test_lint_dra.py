@@ -28,7 +28,10 @@ def test_a_numa_constraint_over_an_nvidia_gpu_is_refused_and_the_aligned_templat
     code, out, _, source = lint(capsys, tmp_path, claim_template("gpu-efa", aligned_spec(attribute="dra.net/numaNode")))
     assert code == 1
     assert f"ERROR {source}: ResourceClaimTemplate team-a/gpu-efa: spec.spec.devices.constraints[0].matchAttribute" in out
-    code, out, _, _ = lint(capsys, tmp_path, claim_template("gpu-efa", aligned_spec()), job())
+    queued = job()
+    # It claims EFA: the queue rule covers claimed devices too (issue 36), so it names the pool's LocalQueue.
+    queued["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "gpustack-fnv64-65ee45385e671d10"}
+    code, out, _, _ = lint(capsys, tmp_path, claim_template("gpu-efa", aligned_spec()), queued)
     assert code == 0, out
 
 

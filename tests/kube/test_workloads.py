@@ -231,7 +231,10 @@ def test_nixl_side_channel_host_left_at_localhost_is_advisory(efa_pools):
 def test_scheduling_decides_the_pools(efa_pools):
     untolerated = pod_spec(tolerations=[])
     _, report = _findings(efa_pools, untolerated)
-    assert report.not_judged and "taint nvidia.com/gpu:NoSchedule is not tolerated" in report.not_judged[0][2]
+    # It asks for EFA: landing on no pool is a finding (issue 36), at the field every pool refuses it by.
+    # The two pools refuse it by different fields (taint, nodeSelector), so the pod spec is named.
+    assert [(f.rule_id, str(f.path)) for f in report.errors] == [("workload-lands-on-no-pool", "spec.template.spec")]
+    assert "taint nvidia.com/gpu:NoSchedule is not tolerated" in report.errors[0].message and not report.not_judged
     generic = pod_spec(nodeSelector={"node.kubernetes.io/instance-type": "c6in.32xlarge"})
     _, report = _findings(efa_pools, generic)
     assert report.judged[0][2] == ("gpustack--generic-linux-amd64",)

@@ -177,3 +177,45 @@ def test_the_policy_and_load_config_read_one_pool_view() -> None:
     assert pool is not None
     assert (pool.instance_types, pool.provisioner, pool.gpu_counts) == (("p5en.48xlarge",), "managedNodeGroup", (1, 8))
     assert DraPool.of_input(load_config(stack_values("aws-efa")).pools[0].model_dump(by_alias=True)) is None
+
+
+def test_claim_sizes_that_do_not_tile_the_pcie_roots_are_refused_with_the_sizes_that_do() -> None:
+    """Issue 36: [1, 3, 8] on p5en strands GPUs; [3, 8] on p4d (2 GPUs + 1 EFA per root) splits a root."""
+    config = values()
+    config["pools"][0]["gpusPerClaim"] = [1, 3, 8]
+    message = paths(refusal(config))["pools[0].gpusPerClaim"]
+    assert "claims of 3 GPUs do not tile a node of 8" in message and "1, 2, 4, 8" in message
+    config["pools"][0]["aws"]["instanceTypes"] = ["p4d.24xlarge"]
+    config["pools"][0]["interfacesPerNode"] = 4
+    config["pools"][0]["gpusPerClaim"] = [3, 8]
+    message = paths(refusal(config))["pools[0].gpusPerClaim"]
+    assert "splits a PCIe root of p4d.24xlarge" in message and "without its EFA device" in message and "2, 4, 8" in message
+    config["pools"][0]["gpusPerClaim"] = [2, 8]
+    load_config(config, aws_region="us-east-1")
+
+
+def test_a_dra_pool_under_gpustacks_queues_is_refused_naming_standalone() -> None:
+    """Issue 36: the operator never creates a ClusterQueue for the pool, so its LocalQueues meter nothing."""
+    config = values()
+    config["queueOwner"] = "gpustack"
+    message = paths(refusal(config))["pools[0].deviceAllocation"]
+    assert "queueOwner: standalone" in message and "unmetered" in message
+
+
+def test_an_own_nodes_dra_pool_without_the_device_allocation_label_is_refused_at_render() -> None:
+    """Issue 36: the stack's EFA plugin (deployed for a plugin pool beside) keeps off nodes labelled
+    gpu-fabric.io/device-allocation: dra; nodes the stack does not provision carry it only if nodeLabels say so.
+    The pack refused this already; render now refuses it too, naming the label."""
+    config = values()
+    own = config["pools"][0]
+    del own["aws"]
+    del config["kubernetes"]
+    own["nodeLabels"] = {"gpu-fabric.io/pool": "p5en-h200", "node.kubernetes.io/instance-type": "p5en.48xlarge"}
+    plugin = copy.deepcopy(stack_values("aws-efa"))["pools"][0]
+    plugin["aws"]["clusterName"] = "llm-serving"
+    config["pools"].append(plugin)
+    message = paths(refusal(config))["devicePlugins.efa"]
+    assert "would run on pool p5en-h200" in message
+    assert "add that label to the pool's nodeLabels" in message and "gpu-fabric.io/device-allocation: dra" in message
+    own["nodeLabels"]["gpu-fabric.io/device-allocation"] = "dra"
+    load_config(config, aws_region="us-east-1")

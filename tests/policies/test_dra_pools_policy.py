@@ -71,3 +71,9 @@ def test_a_pod_requesting_plugin_keys_on_the_dra_pool_is_refused(dra_efa) -> Non
         "nodeSelector": {"gpu-fabric.io/pool": "p5en-h200"}, "tolerations": [{"operator": "Exists"}],
         "containers": [{"name": "nccl", "image": "nccl:1", "resources": {"limits": {"vpc.amazonaws.com/efa": "16"}}}]}})
     assert_violation(dra_pools, [*dra_efa, pod], "requests vpc.amazonaws.com/efa on pool p5en-h200", pod.urn)
+
+
+def test_a_dra_pool_under_gpustacks_queues_is_refused_at_preview(dra_efa) -> None:
+    """Issue 36: the rule load_config runs, read from the KueuePool's queueOwner input."""
+    gpustack = replace_props(dra_efa, of_type(":KueuePool"), lambda props: props.update(queueOwner="gpustack"))
+    assert_violation(dra_pools, gpustack, "pool.deviceAllocation: dra pool p5en-h200 under queueOwner: gpustack")

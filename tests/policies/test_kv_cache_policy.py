@@ -70,3 +70,23 @@ def test_unreferenced_kv_cache_objects_are_advisory_warnings(seed, aws_efa):
     # The walkthrough's backend: no KVCachePool of the seed stack lists it, and its RDMA members still run.
     violation = assert_violation(kv_cache_unreferenced, seed, "KVCacheBackend mooncake-dram: metadata.name: no KVCachePool lists")
     assert "members[0] on pool gpustack--nvidia-a10g-linux-amd64 (RDMA)" in violation.message
+
+
+def test_an_efa_kv_transfer_without_a_router_is_an_advisory_warning_naming_the_router(aws_efa):
+    """Issue 36: the direct leg silently disappears without a router; the warning names spec.router."""
+    from gpu_fabric.policies import kv_cache_unreferenced
+
+    resources = replace_props(aws_efa, lambda r: r.is_kubernetes_object and r.kind == "ModelDeployment",
+                              lambda p: [p["spec"].pop("router", None), None][1])
+    violation = assert_violation(kv_cache_unreferenced, resources, "spec.kvTransfer.protocol: kvTransfer.protocol EFA without a router")
+    assert "add spec.router" in violation.message and violation.urn
+
+
+def test_a_role_beside_member_groups_on_its_nodes_is_refused_at_preview(aws_efa):
+    """Issue 36: the members' EFA interfaces and the role's Pod's are counted against one node together."""
+    def onto_the_role_pool(props):
+        members = props["spec"]["connection"]["managed"]["members"]
+        members[0]["nodeSelector"] = {"node.kubernetes.io/instance-type": "p5.48xlarge"}
+
+    resources = replace_props(aws_efa, lambda r: r.is_kubernetes_object and r.kind == "KVCacheBackend", onto_the_role_pool)
+    assert_violation(kv_cache_transport_fabric, resources, "but the Mooncake member groups on the same nodes hold 2")

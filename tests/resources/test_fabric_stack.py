@@ -75,7 +75,7 @@ def test_node_group_interface_count_must_match_the_plan():
     values["modelDeployments"][0]["roles"][1]["resources"]["interface"] = "16"
     with pytest.raises(ConfigError) as caught:
         render_stack("x", config={}, program=lambda: GpuFabric("fabric", as_args(values)))
-    assert "pools[0].interfacesPerNode: the node group's plan attaches 32 EFA interfaces per node, not 16" in str(caught.value)
+    assert "pools[0].interfacesPerNode: the node group's plan attaches 32 EFA interfaces per node (p5.48xlarge), not 16; set interfacesPerNode: 32" in str(caught.value)
 
 
 def test_non_efa_instance_type_is_refused_before_registration():

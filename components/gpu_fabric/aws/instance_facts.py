@@ -13,8 +13,10 @@ refuses, exit 2) and the ``pool-instance-facts`` policy over ``KueuePool`` input
 as the camelCase mapping the component's ``pool`` input carries, and ``DescribeInstanceTypes`` items
 as boto3 returns them (``GpuInfo.Gpus[]``, ``ProcessorInfo.SupportedArchitectures``).
 
-Only pools whose nodes the stack provisions (an ``aws:`` node group) are judged: for ``rdma`` pools on
-your own nodes the stack has no instance facts.
+Pools whose nodes the stack provisions (an ``aws:`` node group) are judged by their instance types; pools on
+nodes the stack does not provision are judged when their ``nodeLabels`` pin ``node.kubernetes.io/instance-type``
+(the label the ``dra`` path reads too), and there ``interfacesPerNode`` of an EFA pool against the type's EFA
+interfaces as well (a node group's interfaces are the EFA planner's to judge). Other such pools have no facts.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Mapping, Sequence
 
 from gpu_fabric.aws.catalog.types import GpuFacts, InstanceFacts
 from gpu_fabric.config.instance_type_names import instance_type_name, manufacturer_of, parse_instance_type_name
+from gpu_fabric.config.constants import INSTANCE_TYPE_LABEL
 from gpu_fabric.findings import Finding, Rule
 
 # EC2's ProcessorInfo.SupportedArchitectures -> kubernetes.io/arch (GOARCH spelling, as the kubelet
@@ -107,25 +110,41 @@ def _name_findings(name: str, facts: InstanceFacts) -> list[str]:
     return problems
 
 
+def pool_instance_types(pool: Mapping[str, Any]) -> list[str]:
+    """The instance types a pool's nodes are: its node group's (``aws.instanceTypes``), else the one its ``nodeLabels``
+    pin with ``node.kubernetes.io/instance-type`` (nodes the stack does not provision), else none."""
+    aws = pool.get("aws")
+    if isinstance(aws, Mapping):
+        return list(_strings(aws.get("instanceTypes")))
+    labels = pool.get("nodeLabels")
+    pinned = labels.get(INSTANCE_TYPE_LABEL) if isinstance(labels, Mapping) else None
+    return [pinned] if isinstance(pinned, str) and pinned else []
+
+
 def pool_instance_findings(pool: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]) -> list[Finding]:
-    """Every disagreement between a pool and the facts of its node group's instance types.
+    """Every disagreement between a pool and the facts of its instance types (:func:`pool_instance_types`).
 
     ``pool`` is camelCase (``name``, ``acceleratorsPerNode``, ``manufacturer``, ``aws.instanceTypes``,
-    ``aws.amiType``); ``items`` maps instance type names to ``DescribeInstanceTypes`` items. Types
+    ``aws.amiType``, ``nodeLabels``); ``items`` maps instance type names to ``DescribeInstanceTypes`` items. Types
     absent from ``items`` are not judged here (the node-group planner refuses unknown types).
-    Pools without ``aws`` return nothing.
     """
     aws = pool.get("aws")
+    provisioned = isinstance(aws, Mapping)
     if not isinstance(aws, Mapping):
+        aws = {}
+    instance_types = pool_instance_types(pool)
+    if not instance_types:
         return []
+    where = "aws.instanceTypes" if provisioned else f"nodeLabels[{INSTANCE_TYPE_LABEL}]"
     name = str(pool.get("name") or "")
     raw_manufacturer = pool.get("manufacturer")
     manufacturer = raw_manufacturer if isinstance(raw_manufacturer, str) else manufacturer_of(name)
     accelerators = pool.get("acceleratorsPerNode")
     ami_type = aws.get("amiType") if isinstance(aws.get("amiType"), str) else None
     parsed = parse_instance_type_name(name)
-    findings: list[Finding] = _mixed_hardware_findings(_strings(aws.get("instanceTypes")), items)
-    for instance_type in _strings(aws.get("instanceTypes")):
+    findings: list[Finding] = _mixed_hardware_findings(instance_types, items)
+    interfaces = pool.get("interfacesPerNode")
+    for instance_type in instance_types:
         if instance_type not in items:
             continue
         facts = InstanceFacts.from_item(items[instance_type])
@@ -146,6 +165,11 @@ def pool_instance_findings(pool: Mapping[str, Any], items: Mapping[str, Mapping[
         ami_arch = next((value for marker, value in _AMI_ARCH_MARKERS if ami_type and marker in ami_type), None)
         if arch is not None and ami_arch is not None and ami_arch != arch:
             findings.append(_finding("aws.amiType", f"{ami_type} is built for {ami_arch}, but {has}"))
+        if not provisioned and pool.get("fabric") == "efa" and isinstance(interfaces, int) \
+                and not isinstance(interfaces, bool) and facts.efa_supported and interfaces > facts.max_efa_interfaces:
+            findings.append(_finding("interfacesPerNode", (
+                f"{interfaces} EFA interfaces per node, but {instance_type} ({where}) has at most "
+                f"{facts.max_efa_interfaces}: quotas and claims would count interfaces the nodes do not have")))
     return findings
 
 

@@ -13,7 +13,9 @@ ResourceClaimTemplates, ResourceClaims and pods' ``resourceClaims`` go through t
 (:func:`gpu_fabric.kube.dra_rules.dra_findings`).
 
 Each finding names the file, the object and the field. Objects of other kinds are passed over and
-counted; a pod template that lands on none of the stack's pools is reported as not judged.
+counted; a pod template that asks for the fabric (a fabric key, a claim of the stack's templates, a LocalQueue of
+the stack) and lands on none of the stack's pools is a finding, any other such template is reported as not judged.
+The stack's own ResourceClaimTemplates are known without being passed as files.
 """
 
 from __future__ import annotations
@@ -96,14 +98,15 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     from gpu_fabric.kube.advertisers import advertiser_findings
     from gpu_fabric.kube.dra_exclusive import device_plugin_findings, workload_plugin_key_findings
     from gpu_fabric.kube.dra_claims import DRA_CLAIM_SHAPE
-    from gpu_fabric.kube.dra_rules import dra_findings_by_namespace
+    from gpu_fabric.kube.dra_claims import object_ref as claim_ref
+    from gpu_fabric.kube.dra_rules import claim_specs, dra_findings_by_namespace
     from gpu_fabric.kube.kueue import kueue_manifests
     from gpu_fabric.kube.kueue_rules import declared_local_queues, workload_queue_findings
     from gpu_fabric.kube.pool_view import pool_view_of
     from gpu_fabric.kube.pod_templates import WorkloadShapeError
     from gpu_fabric.kube.workloads import judge_workloads, object_ref, pool_finding_line
     from gpu_fabric.program.render import StackNotFoundError
-    from gpu_fabric.plan.dra_pools import config_dra_context
+    from gpu_fabric.plan.dra_pools import config_dra_context, dra_manifests
     from gpu_fabric.plan.fabric_plan import stack_device_plugin_daemonsets
     from gpu_fabric.validation.fabric_facts import stack_fabric_pools
 
@@ -124,9 +127,16 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
             judge_workloads([manifest], [])
         except WorkloadShapeError as error:
             shape_problems.append(f"{source}: {error}")
+    # The stack's own ResourceClaimTemplates join the files' (a file's copy wins), so a pod naming one is judged
+    # with what it claims (hostNetwork with a DRANET device, devices against a node, the queue rule).
+    file_refs = {str(claim_ref(m)) for m in manifests}
+    stack_templates = [t for t in dra_manifests(config) if str(claim_ref(t)) not in file_refs]
+    claimed = [*manifests, *stack_templates]
+    claims, _ = claim_specs(claimed)
     # The DRA rules, each namespace with what the stack states of it (its dra pools' PCIe layouts, its LocalQueues,
-    # Kueue's mapping, its templates); templates the files carry count as rendered too.
-    dra = dra_findings_by_namespace(manifests, _with_file_templates(config_dra_context(config), manifests))
+    # Kueue's mapping, its templates); templates the files carry count as rendered too. Only the files are judged.
+    dra = [finding for finding in dra_findings_by_namespace(claimed, _with_file_templates(config_dra_context(config), manifests))
+           if finding.subject is None or str(finding.subject) in file_refs]
     # A claim that cannot be read is unusable input (exit 2); every other DRA finding is a verdict on the files.
     shape_problems.extend(f"{sources.get(str(f.subject), '?')}: {f}" for f in dra if f.rule_id == DRA_CLAIM_SHAPE.id)
     dra = [f for f in dra if f.rule_id != DRA_CLAIM_SHAPE.id]
@@ -135,7 +145,10 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
             print(f"gpu-fabric lint: {problem}", file=sys.stderr)
         return EXIT_USAGE
 
-    report = judge_workloads(manifests, pools)
+    # The pack counts every LocalQueue of the stack; here those are the stack's own and any the files declare.
+    declared = declared_local_queues([*kueue_manifests(config), *manifests])
+    report = judge_workloads(manifests, pools, claims=claims,
+                             local_queues={(queue.namespace, queue.name) for queue in declared})
     files_daemonsets = [m for m in manifests if m.get("kind") == "DaemonSet"]
     in_files = {object_ref(daemonset) for daemonset in files_daemonsets}
     # The stack's own plugins count unless the files carry them (a render's k8s/ output): once, as the files have them.
@@ -145,9 +158,8 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     views = [pool_view_of(pool) for pool in config.pools]
     advertisers += [*device_plugin_findings(views, files_daemonsets), *workload_plugin_key_findings(manifests, views)]
     own_refs = {str(object_ref(daemonset)) for daemonset in own}
-    # The pack counts every LocalQueue of the stack; here those are the stack's own and any the files declare.
-    declared = declared_local_queues([*kueue_manifests(config), *manifests])
-    queue_findings = [finding for manifest in manifests for finding in workload_queue_findings(manifest, declared)]
+    queue_findings = [finding for manifest in manifests
+                      for finding in workload_queue_findings(manifest, declared, claims=claims)]
     # Both print as "subject path: message [rule]".
     object_findings = [*queue_findings, *_capacity_of_file_deployments(config, manifests)]
 

@@ -212,12 +212,14 @@ def operator_warning_lines(result) -> list[str]:
 
 def unreferenced_warning_lines(result) -> list[str]:
     """KV-cache objects nothing references (:func:`gpu_fabric.plan.kv_cache_references.unreferenced_findings`, what the
-    advisory ``kv-cache-unreferenced`` policy reports at ``check``): a warning each, naming it."""
-    from gpu_fabric.plan.kv_cache_references import unreferenced_findings
+    advisory ``kv-cache-unreferenced`` policy reports at ``check``): a warning each, naming it; and each RDMA or EFA
+    ``kvTransfer`` without a router (:func:`gpu_fabric.plan.kv_cache_references.router_findings`, the same policy)."""
+    from gpu_fabric.plan.kv_cache_references import router_findings, unreferenced_findings
     from gpu_fabric.policies.resource_view import pool_facts
 
     pools = pool_facts([r.policy_resource() for r in result.resources])
-    return [f"warning: {finding}" for finding in unreferenced_findings(result.kubernetes_objects(), pools)]
+    objects = result.kubernetes_objects()
+    return [f"warning: {finding}" for finding in [*unreferenced_findings(objects, pools), *router_findings(objects)]]
 
 
 def domain_lines(rendered_resources) -> list[str]:

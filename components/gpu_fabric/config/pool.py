@@ -221,6 +221,12 @@ class PoolSpec(SpecModel):
                 except ValueError as error:
                     raise at(f"taints[{j}].key", str(error), taint.key) from None
         if self.accelerators_per_node and self.resolved_accelerator_resource is None:
+            if self.resolved_manufacturer is None:
+                # A name that is not gpustack--<manufacturer>-... tells no manufacturer: the usual fix is to state it.
+                known = ", ".join(sorted(DEFAULT_ACCELERATOR_RESOURCE))
+                raise at("manufacturer", f"{self.name!r} is not a GPUStack InstanceType name (gpustack--<manufacturer>-"
+                         f"<model>-<os>-<arch>), so it tells no manufacturer: set manufacturer: nvidia (or {known}), or "
+                         "acceleratorResource for another vendor")
             raise at("acceleratorResource", "acceleratorResource is required when the manufacturer has no default resource name")
         self._dra_shape()
         return self

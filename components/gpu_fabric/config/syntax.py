@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Mapping
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator
 
 # k8s.io/apimachinery/pkg/util/validation/validation.go builds its expressions from these formats
 # (dns1123LabelFmt, dns1123SubdomainFmt, dns1035LabelFmt, qualifiedNameFmt, labelValueFmt), and its
@@ -319,7 +319,16 @@ SecurityGroupId = matching(r"sg-[0-9a-z]{1,32}", "a security group id (sg-012345
 CapacityReservationId = matching(r"cr-[0-9a-z]{1,32}", "a capacity reservation id (cr-0123456789abcdef0)")
 RoleArn = matching(r"arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}",
                    "an IAM role ARN (arn:aws:iam::123456789012:role/name)")
-KubernetesVersion = matching(r"\d+\.\d+", "a Kubernetes minor version such as 1.31")
+def _version_not_a_number(value: Any) -> Any:
+    """A version written as a YAML number (``1.30``) reaches us as the float 1.3: name the fix, not the type."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise ValueError(f"got the number {value!r}: an unquoted version is a YAML number (1.30 reads as 1.3); "
+                         f"quote it, for example \"1.30\"")
+    return value
+
+
+KubernetesVersion = Annotated[str, BeforeValidator(_version_not_a_number),
+                              pattern_validator(r"\d+\.\d+", "a Kubernetes minor version such as 1.31")]
 
 EnvVarName = Annotated[str, AfterValidator(env_var_name)]
 DnsLabel = Annotated[str, AfterValidator(lambda v: dns_label(v))]

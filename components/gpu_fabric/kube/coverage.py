@@ -334,14 +334,28 @@ def pod_schedules_on(
     :func:`daemonset_schedules_on`, without the tolerations only the DaemonSet controller adds;
     :mod:`gpu_fabric.kube.workloads` finds the pools a workload lands on with it.
     """
-    for reason in (
-        _node_selector_mismatch(pod_spec.get("nodeSelector") or {}, labels),
-        _node_affinity_mismatch(pod_spec, labels),
-        _untolerated_taint(pod_spec, taints, daemonset=False),
+    refusal = pod_placement_refusal(pod_spec, labels, taints)
+    return (False, refusal[1]) if refusal else (True, "")
+
+
+def pod_placement_refusal(
+    pod_spec: Mapping[str, Any],
+    labels: Mapping[str, str],
+    taints: Sequence[Mapping[str, Any]] = (),
+) -> tuple[str, str] | None:
+    """Why a (non-DaemonSet) pod does not schedule on such a node: ``(pod spec field, reason)``, or ``None``.
+
+    The field (``nodeSelector``, ``affinity.nodeAffinity`` or ``tolerations``) is where a finding about it points,
+    so a caller never reads it out of the reason's text.
+    """
+    for where, reason in (
+        ("nodeSelector", _node_selector_mismatch(pod_spec.get("nodeSelector") or {}, labels)),
+        ("affinity.nodeAffinity", _node_affinity_mismatch(pod_spec, labels)),
+        ("tolerations", _untolerated_taint(pod_spec, taints, daemonset=False)),
     ):
         if reason:
-            return False, reason
-    return True, ""
+            return where, reason
+    return None
 
 
 def _containers(daemonset: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any, Collection, Mapping, Sequence
 
 from gpu_fabric.config import constants
+from gpu_fabric.config.constants import DEVICE_ALLOCATION_DRA, DEVICE_ALLOCATION_LABEL
 from gpu_fabric.findings import Finding, ObjectRef, Rule
 from gpu_fabric.kube.advertisers import EFA_PLUGIN, is_nvidia_plugin, nic_advertisers
 from gpu_fabric.kube.coverage import advertised_resources, daemonset_schedules_on
@@ -69,10 +70,16 @@ def device_plugin_findings(pools: Sequence[PoolView], daemonsets: Sequence[Mappi
             if not keys or not daemonset_schedules_on(daemonset, pool.labels, pool.taints)[0]:
                 continue
             ref = object_ref(daemonset)
+            # gpu-fabric's own EFA plugin keeps off nodes carrying the label; nodes the stack does not provision get it
+            # only from whoever labels them, so the fix there is the label (the plugin has no other knob).
+            unlabelled = pool.labels.get(DEVICE_ALLOCATION_LABEL) != DEVICE_ALLOCATION_DRA
+            label = (f"; gpu-fabric's EFA plugin keeps off nodes labelled {DEVICE_ALLOCATION_LABEL}: "
+                     f"{DEVICE_ALLOCATION_DRA}: on nodes the stack does not provision, add that label to the pool's "
+                     "nodeLabels and to the nodes themselves") if unlabelled else ""
             findings.append(Finding.of(DRA_POOL_DEVICE_PLUGIN, "spec.template.spec", (
                 f"{ref} advertises {', '.join(keys)} and would run on pool {pool.name}, whose devices DRA drivers allocate "
                 "(deviceAllocation: dra): the plugin and the driver hand out the same devices, a silent oversubscription "
-                "(EKS 'Manage EFA devices'); keep the plugin off the pool's nodes (nodeSelector, affinity or taints)"),
+                f"(EKS 'Manage EFA devices'); keep the plugin off the pool's nodes (nodeSelector, affinity or taints){label}"),
                 subject=ref, pool=pool.name))
     return findings
 

@@ -1,7 +1,8 @@
 """Fabric workloads enter Kueue through a LocalQueue of the stack, and their ClusterQueue meters the fabric.
 
 * ``kueue-fabric-workload-queue`` (mandatory): a Pod or workload whose containers request a fabric key
-  (``vpc.amazonaws.com/efa``, ``device.gpustack.ai/rdma*``) carries ``kueue.x-k8s.io/queue-name`` naming a
+  (``vpc.amazonaws.com/efa``, ``device.gpustack.ai/rdma*``) or whose ResourceClaimTemplates claim a fabric NIC
+  (``efa.networking.k8s.aws``) carries ``kueue.x-k8s.io/queue-name`` naming a
   LocalQueue the stack declares in its namespace. Without it Kueue never sees the workload and nothing
   meters the fabric (Kueue docs, "Run A Kubernetes Job": the queue-name label). :func:`workload_queue_findings`
   judges one workload manifest; the policy pack (over the engine's resources) and ``gpu-fabric lint --stack``
@@ -20,7 +21,9 @@ from gpu_fabric.config.shapes import as_mapping, known_str
 from gpu_fabric.findings import Enforcement, Finding, ObjectRef, Rule, Severity
 from gpu_fabric.gpustack.naming import LOCAL_QUEUE_PREFIX
 from gpu_fabric.gpustack.transfer_legs import FABRIC_KEYS
+from gpu_fabric.kube.dra_claims import CLAIM_TEMPLATE_KIND, ClaimSpec, DeviceKinds
 from gpu_fabric.kube.pod_templates import POD_TEMPLATE_PATHS, pod_spec_of, requested_resource_names
+from gpu_fabric.kube.workload_demand import ClaimKey, pod_claim_specs
 
 QUEUE_NAME_LABEL = constants.QUEUE_NAME_LABEL
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -68,12 +71,27 @@ def declared_local_queues(manifests: Iterable[Mapping[str, Any]]) -> list[Declar
     return sorted(found, key=lambda q: (q.namespace, q.cluster_queue, q.name))
 
 
-def fabric_keys_of(manifest: Mapping[str, Any]) -> set[str]:
-    """Fabric keys a queued workload's containers request (empty for other kinds)."""
+def fabric_keys_of(manifest: Mapping[str, Any], claims: Optional[Mapping[ClaimKey, ClaimSpec]] = None) -> set[str]:
+    """Fabric keys a queued workload's containers request, and the DeviceClasses of its claims that ask for a fabric
+    NIC (empty for other kinds).
+
+    ``claims``: the ResourceClaimTemplates known by ``(namespace, kind, name)``. A template claiming a NIC class
+    (``efa.networking.k8s.aws``) counts with its GPU classes: on a ``dra`` pool those are what the stack's ClusterQueue
+    meters (docs/dra.md), and a workload without the queue-name label bypasses it. A claim named directly
+    (``resourceClaimName``) is not metered by Kueue at all (docs/dra.md), so the label would not change that.
+    """
     if manifest.get("kind") not in QUEUED_KINDS:
         return set()
     pod_spec = pod_spec_of(manifest)
-    return requested_resource_names(pod_spec) & ALL_FABRIC_KEYS if pod_spec else set()
+    if not pod_spec:
+        return set()
+    keys = requested_resource_names(pod_spec) & ALL_FABRIC_KEYS
+    namespace = known_str(as_mapping(manifest.get("metadata")).get("namespace")) or DEFAULT_NAMESPACE
+    kinds = DeviceKinds()
+    for _, _, names, spec in pod_claim_specs(pod_spec, namespace, claims or {}):
+        if names.startswith(CLAIM_TEMPLATE_KIND) and spec.device_classes & kinds.nics:
+            keys |= spec.device_classes & (kinds.nics | kinds.gpus)
+    return keys
 
 
 def queue_label_of(manifest: Mapping[str, Any]) -> tuple[Optional[str], str]:
@@ -97,11 +115,13 @@ def queue_label_of(manifest: Mapping[str, Any]) -> tuple[Optional[str], str]:
 
 
 def workload_queue_findings(manifest: Mapping[str, Any], declared: Sequence[DeclaredQueue],
-                            name: Optional[str] = None) -> list[Finding]:
-    """A queued workload requesting fabric keys whose queue-name label is missing or names no LocalQueue of
-    ``declared`` in its namespace (``[]`` for any other object). ``name`` stands in for a name the manifest
-    does not state (a policy's resource name)."""
-    keys = fabric_keys_of(manifest)
+                            name: Optional[str] = None,
+                            claims: Optional[Mapping[ClaimKey, ClaimSpec]] = None) -> list[Finding]:
+    """A queued workload requesting fabric keys, or claiming fabric devices through a template of ``claims``
+    (:func:`fabric_keys_of`), whose queue-name label is missing or names no LocalQueue of ``declared`` in its
+    namespace (``[]`` for any other object). ``name`` stands in for a name the manifest does not state (a policy's
+    resource name)."""
+    keys = fabric_keys_of(manifest, claims)
     if not keys:
         return []
     metadata = as_mapping(manifest.get("metadata"))

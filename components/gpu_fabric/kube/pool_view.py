@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-from gpu_fabric.config.pool import INSTANCE_TYPE_LABEL, pool_node_labels
+from gpu_fabric.config.pool import DEFAULT_ACCELERATOR_RESOURCE, INSTANCE_TYPE_LABEL, pool_node_labels
 from gpu_fabric.config.shapes import as_list, as_mapping, is_unknown, known_str
 
 if TYPE_CHECKING:
@@ -41,6 +41,12 @@ class PoolView:
     """The pool's ``topology`` spec (policy, scope, cpuManagerPolicy, reservedSystemCPUs ...), camelCase, if any."""
     device_allocation: str = "plugin"
     """``plugin`` or ``dra`` (``deviceAllocation``; absent reads as ``plugin``)."""
+    accelerators_per_node: Optional[int] = None
+    """Whole accelerators per node (``acceleratorsPerNode``); ``None`` when unknown."""
+    accelerator_resource: Optional[str] = None
+    """The extended resource one accelerator is advertised as (``nvidia.com/gpu``), if the pool has one."""
+    partitioned_interfaces_per_node: Optional[int] = None
+    """SR-IOV virtual functions per node (``rdma`` pools); ``None`` when unknown."""
 
     @property
     def uses_dra(self) -> bool:
@@ -92,10 +98,14 @@ def pool_view_of(spec: "PoolSpec") -> PoolView:
     taints = [taint.model_dump(by_alias=True, exclude_none=True) for taint in [*spec.taints, *(aws.taints if aws else [])]]
     return PoolView(
         name=spec.name, fabric=spec.fabric, interfaces_per_node=spec.interfaces_per_node,
+        # The device-allocation label is the stack's node group's to set; nodes it does not provision carry only what
+        # nodeLabels say (as pool_view_of_input reads them), so render refuses what the pack refuses.
         labels=view_node_labels(spec.name, spec.fabric, spec.node_labels, instance_types, aws.labels if aws else None,
-                                dra=spec.uses_dra),
+                                dra=spec.uses_dra and aws is not None),
         taints=tuple(taints), manufacturer=spec.resolved_manufacturer, instance_types=instance_types,
-        topology=spec.topology.model_dump(by_alias=True, exclude_none=True), device_allocation=spec.device_allocation or "plugin")
+        topology=spec.topology.model_dump(by_alias=True, exclude_none=True), device_allocation=spec.device_allocation or "plugin",
+        accelerators_per_node=spec.accelerators_per_node, accelerator_resource=spec.resolved_accelerator_resource,
+        partitioned_interfaces_per_node=spec.partitioned_interfaces_per_node)
 
 
 def _int_or_none(value: Any) -> Optional[int]:
@@ -124,8 +134,11 @@ def pool_view_of_input(pool: Mapping[str, Any]) -> Optional[PoolView]:
                               dra=device_allocation == "dra" and bool(aws))
     taints = [t for t in [*as_list(pool.get("taints")), *as_list(aws.get("taints"))] if isinstance(t, Mapping)]
     topology = pool.get("topology")
+    manufacturer = known_str(pool.get("manufacturer")) or manufacturer_of(name)
     return PoolView(
         name=name, fabric=fabric, interfaces_per_node=_int_or_none(pool.get("interfacesPerNode")), labels=labels,
-        taints=tuple(taints), manufacturer=known_str(pool.get("manufacturer")) or manufacturer_of(name),
+        taints=tuple(taints), manufacturer=manufacturer,
         instance_types=instance_types, topology=topology if isinstance(topology, Mapping) else None,
-        device_allocation=device_allocation)
+        device_allocation=device_allocation, accelerators_per_node=_int_or_none(pool.get("acceleratorsPerNode")),
+        accelerator_resource=known_str(pool.get("acceleratorResource")) or DEFAULT_ACCELERATOR_RESOURCE.get(manufacturer or ""),
+        partitioned_interfaces_per_node=_int_or_none(pool.get("partitionedInterfacesPerNode", 0)))

@@ -17,15 +17,18 @@ one that lands only on pools without a fabric has nothing to judge. Shapes Kuber
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 from gpu_fabric.config import constants
 from gpu_fabric.config.secrets import MANIFEST_ADVICE, plaintext_credentials
 from gpu_fabric.config.shapes import is_unknown
 from gpu_fabric.findings import Enforcement, Finding, ObjectRef, Rule, Severity
-from gpu_fabric.kube.coverage import PoolPlacement, pod_schedules_on
+from gpu_fabric.kube.coverage import PoolPlacement, pod_placement_refusal, pod_schedules_on
+from gpu_fabric.kube.dra_claims import ClaimSpec, DeviceKinds
 from gpu_fabric.kube.engine_flags import EngineSettings, read_container
-from gpu_fabric.kube.pod_templates import WorkloadShapeError, pod_templates
+from gpu_fabric.kube.kueue_rules import queue_label_of
+from gpu_fabric.kube.pod_templates import WorkloadShapeError, pod_templates, requested_resource_names
+from gpu_fabric.kube.workload_demand import ClaimKey, demand_of, node_capacity_of, pod_claim_specs
 
 EFA_RESOURCE = constants.EFA_RESOURCE
 RDMA_RESOURCE = constants.RDMA_RESOURCE
@@ -75,6 +78,9 @@ class FabricPool:
     advertised: frozenset[str]
     instance_types: tuple[str, ...] = ()
     """EC2 instance types of the pool's node group, when the stack provisions it."""
+    node_capacity: Mapping[str, int] = field(default_factory=dict)
+    """What one node offers of each countable resource (:func:`gpu_fabric.kube.workload_demand.node_capacity_of`);
+    a resource not listed is not judged."""
 
     @property
     def name(self) -> str:
@@ -87,13 +93,15 @@ class FabricPool:
     @classmethod
     def of(cls, name: str, fabric: str, labels: Mapping[str, str], taints: Sequence[Mapping[str, Any]] = (),
            manufacturer: str | None = None, partitioned_interfaces: int | None = None,
-           instance_types: Sequence[str] = (), dra: bool = False) -> "FabricPool":
+           instance_types: Sequence[str] = (), dra: bool = False,
+           node_capacity: Mapping[str, int] | None = None) -> "FabricPool":
         """Build from plain facts (a pool spec's, or a policy's reading of resource inputs).
 
         On a ``deviceAllocation: dra`` pool (``dra``) no device plugin advertises a fabric key: the EFA devices
         are claimed through ResourceClaims."""
         advertised = frozenset() if dra else advertised_fabric_keys(fabric, partitioned_interfaces)
-        return cls(PoolPlacement(name, fabric, dict(labels), tuple(taints), manufacturer), advertised, tuple(instance_types))
+        return cls(PoolPlacement(name, fabric, dict(labels), tuple(taints), manufacturer), advertised, tuple(instance_types),
+                   dict(node_capacity or {}))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,6 +188,15 @@ NIXL_NCCL_DEAD_CONFIG = _workload_rule(
 NIXL_SIDE_CHANNEL_HOST = _workload_rule(
     "nixl-side-channel-host", "VLLM_NIXL_SIDE_CHANNEL_HOST is set to an address peers on other nodes reach",
     "https://docs.vllm.ai/en/latest/features/nixl_connector_usage.html", advisory=True)
+
+WORKLOAD_NODE_CAPACITY = _workload_rule(
+    "workload-node-capacity", "a container, a pod (containers, init containers, overhead) and its claims ask for no more "
+    "GPUs, EFA or RDMA devices than one node of the pool it lands on has (else the pod stays Pending)",
+    "https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers")
+WORKLOAD_LANDS_ON_NO_POOL = _workload_rule(
+    "workload-lands-on-no-pool", "a workload that asks for the fabric (a fabric key, a claim of GPU or NIC devices, a "
+    "LocalQueue of the stack) can land on a pool of the stack (nodeSelector, required node affinity, tolerations)",
+    "https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/")
 
 PLAINTEXT_CREDENTIAL = _workload_rule(
     "plaintext-credential", "no credential in plain text in a pod template's env, command or args (a token, key or password "
@@ -489,12 +506,85 @@ def judge_template(ref: ObjectRef, pod_path: str, pod_spec: Mapping[str, Any], p
     return findings
 
 
-def judge_workloads(objects: Iterable[Mapping[str, Any]], pools: Sequence[FabricPool]) -> WorkloadReport:
+def node_capacity_findings(ref: ObjectRef, pod_path: str, pod_spec: Mapping[str, Any], pool: FabricPool,
+                           claims: Mapping[ClaimKey, ClaimSpec] | None = None) -> list[Finding]:
+    """``workload-node-capacity``: what the pod asks for (:func:`gpu_fabric.kube.workload_demand.demand_of`) against
+    one node of ``pool``. Blamed on the one container or claim that alone asks for too much, else on the pod
+    with every part listed, largest first."""
+    if not pool.node_capacity:
+        return []
+    found = []
+    demand = demand_of(pod_path, pod_spec, ref.namespace or "default", claims or {})
+    types = f" ({', '.join(pool.instance_types)})" if pool.instance_types else ""
+    for key, (total, parts) in sorted(demand.items()):
+        room = pool.node_capacity.get(key)
+        if room is None or total <= room:
+            continue
+        alone = max(parts, key=lambda part: part.count)
+        never = f"one node of pool {pool.name}{types} has {room}: the pod is never scheduled"
+        if alone.count > room:
+            fix = (f"ask for at most {room} per pod and spread the work over more pods" if room else
+                   f"run it on a pool whose nodes have {key}")
+            found.append(view_finding(WORKLOAD_NODE_CAPACITY, ref, pool, alone.path,
+                                      f"{alone.what} asks for {alone.count} {key}; {never}; {fix}"))
+            continue
+        listed = ", ".join(f"{part.what} {part.count}" for part in sorted(parts, key=lambda p: -p.count))
+        init = any(part.what.startswith("init container") for part in parts)
+        rule = "; init containers count by the largest, the rest add up" if init else ""
+        found.append(view_finding(WORKLOAD_NODE_CAPACITY, ref, pool, pod_path, (
+            f"the pod asks for {total} {key} in all ({listed}{rule}); {never}; shrink the counts to {room} in all "
+            "or split the work over more pods")))
+    return found
+
+
+def view_finding(rule: Rule, ref: ObjectRef, pool: FabricPool, path: str, message: str) -> Finding:
+    """An error of ``rule`` on workload ``ref`` for ``pool`` at ``path``."""
+    return Finding.of(rule, path, message, subject=ref, pool=pool.name)
+
+
+def fabric_asks(obj: Mapping[str, Any], pod_spec: Mapping[str, Any], namespace: str,
+                claims: Mapping[ClaimKey, ClaimSpec], local_queues: Collection[tuple[str, str]]) -> list[str]:
+    """How a pod template asks for the fabric, in words (empty: it does not): a fabric key,
+    a claim of a GPU or NIC DeviceClass, or the queue-name label naming a LocalQueue of the stack."""
+    asks = sorted(requested_resource_names(pod_spec) & set(FABRIC_RESOURCES))
+    kinds = DeviceKinds()
+    for _, name, names, spec in pod_claim_specs(pod_spec, namespace, claims):
+        classes = sorted(spec.device_classes & (kinds.gpus | kinds.nics))
+        if classes:
+            asks.append(f"claim {name!r} ({names}: {', '.join(classes)})")
+    queue, _ = queue_label_of(obj)
+    if queue and (namespace, queue) in local_queues:
+        asks.append(f"LocalQueue {queue}")
+    return asks
+
+
+def no_pool_finding(ref: ObjectRef, pod_path: str, pod_spec: Mapping[str, Any], pools: Sequence[FabricPool],
+                    asks: Sequence[str]) -> Finding:
+    """``workload-lands-on-no-pool``: the template asks for the fabric and every pool refuses it; the path is the
+    field every pool refuses it by (``tolerations``, ``nodeSelector``, ``affinity.nodeAffinity``) when they agree."""
+    refusals = [(pool, refusal) for pool in pools
+                if (refusal := pod_placement_refusal(pod_spec, pool.placement.node_labels(), pool.placement.taints))]
+    fields = {where for _, (where, _) in refusals}
+    path = f"{pod_path}.{fields.pop()}" if len(fields) == 1 else pod_path
+    why = "; ".join(f"pool {pool.name}: {reason}" for pool, (_, reason) in refusals)
+    return Finding.of(WORKLOAD_LANDS_ON_NO_POOL, path, (
+        f"asks for the fabric ({', '.join(asks)}) but lands on no pool of the stack ({why}): the pod stays Pending; "
+        "add the pool's toleration or fix the selector so it lands on the pool meant for it"), subject=ref)
+
+
+def judge_workloads(objects: Iterable[Mapping[str, Any]], pools: Sequence[FabricPool], *,
+                    claims: Mapping[ClaimKey, ClaimSpec] | None = None,
+                    local_queues: Collection[tuple[str, str]] = ()) -> WorkloadReport:
     """Judge every pod template of ``objects`` against the fabric pools it lands on.
 
+    ``claims``: the ResourceClaimTemplates and ResourceClaims known (the stack's own and the files') by
+    ``(namespace, kind, name)`` (:func:`gpu_fabric.kube.dra_rules.claim_specs`), so a pod's claimed devices count
+    against a node; ``local_queues``: ``(namespace, name)`` of the stack's LocalQueues. A template that asks for the
+    fabric and lands on no pool is a finding (``workload-lands-on-no-pool``), any other is *not judged*.
     Raises :class:`WorkloadShapeError` (with the object named in the message) for a malformed template.
     """
     report = WorkloadReport()
+    claims = claims or {}
     for obj in objects:
         ref = object_ref(obj)
         try:
@@ -510,6 +600,10 @@ def judge_workloads(objects: Iterable[Mapping[str, Any]], pools: Sequence[Fabric
         for pod_path, pod_spec in templates:
             report.findings.extend(credential_findings(ref, pod_path, pod_spec))
             landing, refusals = landing_pools(pod_spec, pools)
+            asks = fabric_asks(obj, pod_spec, ref.namespace or "default", claims, local_queues) if not landing else []
+            if not landing and pools and asks:
+                report.findings.append(no_pool_finding(ref, pod_path, pod_spec, pools, asks))
+                continue
             if not landing:
                 report.not_judged.append((str(ref), pod_path, "lands on no pool of the stack (" + "; ".join(refusals) + ")"
                                           if refusals else "the stack declares no pools"))
@@ -518,6 +612,7 @@ def judge_workloads(objects: Iterable[Mapping[str, Any]], pools: Sequence[Fabric
             report.judged.append((str(ref), pod_path, tuple(pool.name for pool in fabric)))
             for pool in landing:
                 report.findings.extend(judge_template(ref, pod_path, pod_spec, pool))
+                report.findings.extend(node_capacity_findings(ref, pod_path, pod_spec, pool, claims))
     return report
 
 
@@ -525,4 +620,8 @@ def fabric_pool_of(pool: Any) -> FabricPool:
     """A stack pool (:class:`gpu_fabric.config.pool.PoolSpec`) as the workload and advertiser rules see it."""
     return FabricPool.of(
         pool.name, pool.fabric, pool.effective_node_labels(), pool.taint_dicts(), pool.resolved_manufacturer,
-        pool.partitioned_interfaces_per_node, pool.aws.instance_types if pool.aws is not None else (), dra=pool.uses_dra)
+        pool.partitioned_interfaces_per_node, pool.aws.instance_types if pool.aws is not None else (), dra=pool.uses_dra,
+        node_capacity=node_capacity_of(pool.fabric, dra=pool.uses_dra, accelerators=pool.accelerators_per_node,
+                                       accelerator_resource=pool.resolved_accelerator_resource,
+                                       interfaces=pool.interfaces_per_node,
+                                       partitioned=pool.partitioned_interfaces_per_node))

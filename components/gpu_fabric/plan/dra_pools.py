@@ -12,7 +12,8 @@ Rules, each one function the ``dra-pools`` policy, ``load_config`` (so ``render`
   ``settings.enableDRA``: https://karpenter.sh/docs/tasks/dra/). EKS Auto Mode runs NVIDIA's and the EFA DRA
   drivers only on Kubernetes 1.36 or later (EKS user guide, "Manage hardware devices").
 * ``dra-pool-topology``: the instance type's PCIe layout is known (:mod:`gpu_fabric.aws.pcie_topology`), the pool's
-  counts are that layout's, and each claim fits the 32 devices a claim can hold.
+  counts are that layout's, each claim fits the 32 devices a claim can hold, and each claim size tiles the node's
+  PCIe roots (whole roots, a divisor of the node's GPUs: :func:`tiling_claim_sizes`).
 """
 
 from __future__ import annotations
@@ -58,7 +59,13 @@ DRA_POOL_TOPOLOGY = Rule(
     "dra-pool-topology", "a deviceAllocation: dra pool's instance type has a known PCIe layout its counts and claims fit",
     "components/gpu_fabric/aws/pcie_topology.py", policy=DRA_POLICY)
 
-RULES = (DRA_KUBERNETES_VERSION_RULE, DRA_POOL_PROVISIONER, DRA_POOL_TOPOLOGY)
+DRA_POOL_QUEUE_OWNER = Rule(
+    "dra-pool-queue-owner", "a deviceAllocation: dra pool's queues are the stack's own (queueOwner: standalone), which "
+    "meter claimed devices by DeviceClass",
+    "docs/dra.md (When to choose DRA); gpustack/gpustack-operator docs/modules/devices/scheduling.md (InstanceType naming)",
+    policy=DRA_POLICY)
+
+RULES = (DRA_KUBERNETES_VERSION_RULE, DRA_POOL_PROVISIONER, DRA_POOL_TOPOLOGY, DRA_POOL_QUEUE_OWNER)
 
 
 @dataclass(frozen=True)
@@ -172,6 +179,8 @@ def topology_findings(pool: DraPool) -> list[Finding]:
         findings.append(Finding.of(DRA_POOL_TOPOLOGY, "interfacesPerNode", (
             f"a dra pool pairs every PCIe root's EFA devices with its GPUs: {pool.instance_types[0]} has "
             f"{layout.efa_interfaces} ({layout.describe()}), not {pool.interfaces_per_node}"), pool=pool.name))
+    tiling = tiling_claim_sizes(layout)
+    sizes = ", ".join(map(str, tiling))
     for gpus in pool.gpu_counts:
         if gpus > layout.gpus:
             continue  # the pool's own field rule refuses a count above acceleratorsPerNode
@@ -183,14 +192,49 @@ def topology_findings(pool: DraPool) -> list[Finding]:
             findings.append(Finding.of(DRA_POOL_TOPOLOGY, "gpusPerClaim", (
                 f"a claim of {gpus} GPUs on {pool.instance_types[0]} holds {devices} devices ({layout.describe()}), above the "
                 f"{ALLOCATION_RESULTS_MAX} a ResourceClaim can allocate (AllocationResultsMaxSize, k8s.io/api resource/v1): "
-                f"claim at most {largest} GPUs each (a pod may name several claims)"), pool=pool.name))
+                f"claim at most {largest} GPUs each (a pod may name several claims; sizes that tile the node: {sizes})"),
+                pool=pool.name))
+        elif gpus % layout.gpus_per_root:
+            # A root's GPUs share its EFA devices (p4d: 2 GPUs + 1 EFA): a claim ending inside a root takes the EFA with
+            # its GPU and leaves the root's other GPU without one, for every claim that later lands there.
+            findings.append(Finding.of(DRA_POOL_TOPOLOGY, "gpusPerClaim", (
+                f"a claim of {gpus} GPUs splits a PCIe root of {pool.instance_types[0]} ({layout.describe()}): the root's "
+                f"other GPU is left without its EFA device; use claim sizes that tile the roots: {sizes}"), pool=pool.name))
+        elif layout.gpus % gpus:
+            findings.append(Finding.of(DRA_POOL_TOPOLOGY, "gpusPerClaim", (
+                f"claims of {gpus} GPUs do not tile a node of {layout.gpus} ({pool.instance_types[0]}): "
+                f"{layout.gpus % gpus} GPUs of a node filled with them are stranded; use claim sizes that tile the node: "
+                f"{sizes}"), pool=pool.name))
     return findings
 
 
-def dra_pool_findings(pool: DraPool, cluster_version: Optional[str], eks_auto_mode: bool) -> list[Finding]:
+def tiling_claim_sizes(layout: PcieTopology) -> list[int]:
+    """The claim sizes that tile a node: whole PCIe roots, a divisor of the node's GPUs, within a claim's 32 devices."""
+    return [n for n in range(layout.gpus_per_root, layout.gpus + 1, layout.gpus_per_root)
+            if layout.gpus % n == 0 and claim_devices(n, layout.gpus_per_root, layout.efa_per_root) <= ALLOCATION_RESULTS_MAX]
+
+
+def queue_owner_findings(pool: DraPool, queue_owner: Optional[str]) -> list[Finding]:
+    """A ``dra`` pool whose queues GPUStack's operator owns (``queueOwner: gpustack``; ``None``: not known, undecided).
+
+    The stack then renders the tenants' LocalQueues for a ClusterQueue the operator creates per InstanceType it
+    discovers from device-plugin resources -- none for a pool whose devices are claimed, so the LocalQueue points at a
+    ClusterQueue that never appears and the claims go unmetered (docs/dra.md, "When to choose DRA"). The stack's own
+    queues (``standalone``) cover ``gpu.nvidia.com`` and ``efa.networking.k8s.aws``."""
+    if queue_owner != "gpustack":
+        return []
+    return [Finding.of(DRA_POOL_QUEUE_OWNER, "deviceAllocation", (
+        f"dra pool {pool.name} under queueOwner: gpustack: GPUStack's operator creates ClusterQueues for the device-plugin "
+        "keys it discovers, none for claimed devices, so the pool's LocalQueues point at a ClusterQueue that never "
+        "appears and claims go unmetered; set queueOwner: standalone (the stack's ClusterQueues meter gpu.nvidia.com and "
+        "efa.networking.k8s.aws) or use deviceAllocation: plugin"), pool=pool.name)]
+
+
+def dra_pool_findings(pool: DraPool, cluster_version: Optional[str], eks_auto_mode: bool,
+                      queue_owner: Optional[str] = None) -> list[Finding]:
     """Every rule of this module over one ``dra`` pool."""
     return [*kubernetes_version_findings(pool, cluster_version), *provisioner_findings(pool, cluster_version, eks_auto_mode),
-            *topology_findings(pool)]
+            *topology_findings(pool), *queue_owner_findings(pool, queue_owner)]
 
 
 def config_dra_findings(config: FabricConfig) -> Iterable[Finding]:
@@ -199,7 +243,7 @@ def config_dra_findings(config: FabricConfig) -> Iterable[Finding]:
     for i, spec in enumerate(config.pools):
         pool = DraPool.of_input(spec.model_dump(by_alias=True, exclude_none=True))
         if pool is not None:
-            for finding in dra_pool_findings(pool, config.kubernetes_version, auto_mode):
+            for finding in dra_pool_findings(pool, config.kubernetes_version, auto_mode, config.queue_owner):
                 if finding.rule is DRA_KUBERNETES_VERSION_RULE and str(finding.path) == "deviceAllocation":
                     # The cluster's version is missing or too old: the field to change is the cluster's.
                     yield finding.moved("cluster.kubernetesVersion")

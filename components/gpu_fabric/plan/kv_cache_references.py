@@ -29,6 +29,13 @@ KV_CACHE_UNREFERENCED = Rule(
     "is a warning naming it",
     "gpustack/gpustack-operator: docs/modules/kv-cache/backend.md", policy=POLICY, enforcement=Enforcement.ADVISORY)
 
+KV_TRANSFER_WITHOUT_ROUTER = Rule(
+    "kv-transfer-without-router",
+    "a ModelDeployment whose kvTransfer.protocol is RDMA or EFA has a router (without one the direct transfer leg is "
+    "never rendered) is a warning naming the router",
+    "gpustack/gpustack-operator: pkg/worker/webhooks/worker/model_deployment.go (modelDeploymentUsesKVTransfer)",
+    policy=POLICY, enforcement=Enforcement.ADVISORY)
+
 GPUSTACK_GROUP = "worker.gpustack.ai"
 DEFAULT_NAMESPACE = "default"
 
@@ -79,6 +86,24 @@ def _leaves_domain(members: Sequence[str]) -> str:
     return (f"; fabric member groups still run ({', '.join(members)}) but carry no deployment's KV cache: no cache leg "
             "ties them to a deployment's pool, so the fabric domain's checks (one Availability Zone and VPC, a shared "
             "security group) do not cover them")
+
+
+def router_findings(manifests: Sequence[Mapping[str, Any]]) -> list[Finding]:
+    """A warning for every ModelDeployment asking for an RDMA or EFA KV transfer (``kvTransfer.protocol``) without a
+    ``router``: the operator renders the direct prefill-to-decode leg only for a routed pair
+    (``modelDeploymentUsesKVTransfer``, :func:`gpu_fabric.gpustack.transfer_legs.uses_kv_transfer`), so the setting
+    does nothing -- the KV cache is not moved over the fabric and nothing says so."""
+    found = []
+    for deployment in _of_kind(manifests, "ModelDeployment"):
+        spec = _spec(deployment)
+        protocol = as_mapping(spec.get("kvTransfer")).get("protocol")
+        if effective_protocol(protocol) in FABRICS and not isinstance(spec.get("router"), Mapping):
+            found.append(Finding.of(KV_TRANSFER_WITHOUT_ROUTER, "spec.kvTransfer.protocol", (
+                f"kvTransfer.protocol {protocol} without a router: the operator renders the direct prefill-to-decode "
+                "leg only for a routed Prefill/Decode pair, so no KV cache moves over the fabric; add spec.router "
+                "(for example name: llm-d-router) or drop kvTransfer"), severity=Severity.WARNING,
+                subject=ObjectRef("ModelDeployment", _name(deployment) or "<unnamed>", _namespace(deployment))))
+    return found
 
 
 def unreferenced_findings(manifests: Sequence[Mapping[str, Any]], pools: Sequence[PoolView] = ()) -> list[Finding]:

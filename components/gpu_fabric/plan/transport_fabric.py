@@ -11,10 +11,16 @@ expose; a device request beyond the node's interfaces is never granted.
 * :func:`member_findings`: one member group on one pool it selects (``kv-cache-transport-fabric``);
 * :func:`role_leg_findings`: one role's transfer leg on its pool. ``load_config`` refuses it as unusable
   input (the operator would grant a device the pool's nodes do not have); the same policy reports it.
+* :func:`shared_node_findings`: one role's Pod beside the Mooncake member groups on the same nodes
+  (``role-interfaces-beside-members``): a member DaemonSet's Pod holds its interfaces on every node it selects,
+  so a role's Pod fits only in what is left of the node.
 """
 
 from __future__ import annotations
 
+from typing import Sequence
+
+from gpu_fabric.config.constants import EFA_RESOURCE
 from gpu_fabric.findings import Finding, ObjectRef, Refusal, Rule
 from gpu_fabric.gpustack.transfer_legs import MemberGrant, RoleGrant
 from gpu_fabric.kube.pool_view import PoolView
@@ -29,6 +35,13 @@ ROLE_TRANSFER_LEG_FABRIC = Rule(
     "role-transfer-leg-fabric", "a ModelDeployment role's transfer leg uses its pool's fabric",
     "gpustack/gpustack-operator: pkg/worker/controllers/worker/model_deployment_fabric.go", policy=POLICY,
     refusal=Refusal.INPUT)
+
+
+ROLE_INTERFACES_BESIDE_MEMBERS = Rule(
+    "role-interfaces-beside-members",
+    "a ModelDeployment role's Pod and the Mooncake member groups on the same nodes together ask for no more EFA "
+    "interfaces than a node of the pool has",
+    "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/", policy=POLICY)
 
 
 def member_findings(grant: MemberGrant, pool: PoolView) -> list[Finding]:
@@ -47,6 +60,33 @@ def member_findings(grant: MemberGrant, pool: PoolView) -> list[Finding]:
     path = f"spec.connection.managed.members[{grant.group_index}]"
     return [Finding.of(KV_MEMBER_TRANSPORT_FABRIC, path, problem, subject=subject, pool=pool.name,
                        rests_on_unknown=pool.fabric_unknown) for problem in problems]
+
+
+def shared_node_findings(grant: RoleGrant, pool: PoolView, members: Sequence[MemberGrant]) -> list[Finding]:
+    """A role whose Pod asks for more of a fabric key than a node of its pool has left once the member groups selecting
+    that pool's nodes took theirs (at the role's interface request). Members of other pools or keys do not count."""
+    if pool.interfaces_per_node is None or pool.uses_dra:
+        return []  # on a dra pool nothing advertises the key at all: dra-pool-plugin-keys refuses the request
+    found = []
+    # EFA only: AWS's plugin advertises exactly the node's EFA interfaces, one per device. On RDMA pools the seed
+    # walkthrough itself runs members and roles asking for every NIC on the same nodes, and the sources do not say
+    # how the Device Manager counts a member's grant against a role's, so that is not judged here.
+    for key, wanted in sorted(item for item in grant.resources.items() if item[0] == EFA_RESOURCE):
+        beside = [(member, member.resources.get(key, 0)) for member in members
+                  if member.resources.get(key) and pool.matches_selector(member.node_selector)]
+        taken = sum(count for _, count in beside)
+        if not beside or wanted + taken <= pool.interfaces_per_node:
+            continue
+        listed = ", ".join(f"KVCacheBackend {member.backend} members[{member.group_index}] {count}"
+                           for member, count in sorted(beside, key=lambda item: -item[1]))
+        found.append(Finding.of(ROLE_INTERFACES_BESIDE_MEMBERS, f"spec.roles[{grant.role_index}].resources.interface", (
+            f"role {grant.role}'s Pod asks for {wanted} {key} on pool {pool.name}, whose nodes have "
+            f"{pool.interfaces_per_node}, but the Mooncake member groups on the same nodes hold {taken} ({listed}): the "
+            f"Pod never fits; ask for at most {max(pool.interfaces_per_node - taken, 0)}, or lower the members' "
+            "fabricInterfaceCount"),
+            subject=ObjectRef("ModelDeployment", grant.deployment, grant.namespace), pool=pool.name,
+            rests_on_unknown=pool.fabric_unknown))
+    return found
 
 
 def role_leg_findings(grant: RoleGrant, pool: PoolView) -> list[Finding]:

@@ -51,7 +51,9 @@ def dra_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
             continue
         pool = DraPool.of_input(as_mapping(resource.props.get("pool")))
         if pool is not None:
-            found += [(resource.urn, finding.at("pool")) for finding in dra_pool_findings(pool, version, auto_mode)]
+            owner = known_str(resource.props.get("queueOwner"))
+            found += [(resource.urn, finding.at("pool"))
+                      for finding in dra_pool_findings(pool, version, auto_mode, owner)]
     candidates = [r for r in resources if r.is_kubernetes_object and r.kind == "DaemonSet" and not unknown_paths(dict(r.props))]
     for daemonset in candidates:
         found += [(daemonset.urn, finding) for finding in device_plugin_findings(pools, [dict(daemonset.props)])]
@@ -95,7 +97,8 @@ dra_pools = StackValidationPolicy(
     description=(
         "A deviceAllocation: dra pool runs on Kubernetes 1.34 or later, is launched by a provisioner that schedules "
         "pods with ResourceClaims (Karpenter 1.15+, EKS Auto Mode on 1.36+, managed node groups), has an instance type "
-        "whose PCIe layout is known, and no EFA or NVIDIA device plugin runs there nor does anything the stack runs "
+        "whose PCIe layout is known and claim sizes that tile its roots, is metered by the stack's own queues "
+        "(queueOwner: standalone), and no EFA or NVIDIA device plugin runs there nor does anything the stack runs "
         "request their keys (a plugin beside a DRA driver oversubscribes the devices silently)."
     ),
     validate=_validate,

@@ -12,9 +12,9 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from gpu_fabric.config.shapes import as_list, as_mapping
+from gpu_fabric.config.shapes import as_mapping
 from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
-from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings
+from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings, pool_instance_types
 from gpu_fabric.findings import Finding
 from gpu_fabric.policies.engine_wire import plain
 from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE
@@ -24,8 +24,7 @@ from gpu_fabric.policies.reporting import report_finding
 def pool_findings(pool: Any) -> list[Finding]:
     """Every disagreement of one ``KueuePool`` ``pool`` input with its instances (paths relative to the pool)."""
     spec = plain(as_mapping(pool))
-    aws = as_mapping(spec.get("aws"))
-    types = [item for item in as_list(aws.get("instanceTypes")) if isinstance(item, str)]
+    types = pool_instance_types(spec)
     if not types:
         return []
     items = known_items(types, BundledInstanceCatalog())

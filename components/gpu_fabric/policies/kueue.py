@@ -2,19 +2,22 @@
 over a stack's workloads, LocalQueues and ClusterQueues.
 
 A Pod or workload (Deployment, StatefulSet, ReplicaSet, Job, CronJob, LeaderWorkerSet) is a fabric
-workload when its containers request a fabric key; DaemonSets (device plugins, Mooncake members) are
+workload when its containers request a fabric key or its ResourceClaimTemplates claim a fabric NIC; DaemonSets (device plugins, Mooncake members) are
 node agents, not queued workloads. A ClusterQueue admits fabric workloads through its LocalQueues, or
 because it is a fabric pool's queue.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.config.shapes import as_list, as_mapping, known_str
 from gpu_fabric.findings import Finding
+from gpu_fabric.kube.dra_claims import ClaimSpec
+from gpu_fabric.kube.dra_rules import claim_specs
+from gpu_fabric.kube.workload_demand import ClaimKey
 from gpu_fabric.kube.kueue_rules import (
     DEFAULT_NAMESPACE,
     KUEUE_GROUP,
@@ -39,16 +42,21 @@ def local_queues(resources: Sequence[Resource]) -> dict[tuple[str, str], Resourc
     }
 
 
-def fabric_workloads(resources: Sequence[Resource]) -> list[tuple[Resource, set[str]]]:
-    return [(r, keys) for r in resources if r.is_kubernetes_object and (keys := fabric_keys_of(r.props))]
+def fabric_workloads(resources: Sequence[Resource], claims: Optional[Mapping[ClaimKey, ClaimSpec]] = None,
+                     ) -> list[tuple[Resource, set[str]]]:
+    """Workloads requesting fabric keys (with ``claims``: or claiming fabric devices through those templates)."""
+    return [(r, keys) for r in resources if r.is_kubernetes_object and (keys := fabric_keys_of(r.props, claims))]
 
 
 def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
     """``(urn, finding)`` for every fabric workload without a LocalQueue of the stack
-    (:func:`gpu_fabric.kube.kueue_rules.workload_queue_findings`, which ``lint --stack`` calls too)."""
-    declared = declared_local_queues(r.props for r in resources if r.is_kubernetes_object)
-    return [(workload.urn, finding) for workload, _ in fabric_workloads(resources)
-            for finding in workload_queue_findings(workload.props, declared, name=workload.name)]
+    (:func:`gpu_fabric.kube.kueue_rules.workload_queue_findings`, which ``lint --stack`` calls too); claims through
+    the stack's ResourceClaimTemplates count as the fabric keys do."""
+    manifests = [r.props for r in resources if r.is_kubernetes_object]
+    declared = declared_local_queues(manifests)
+    claims, _ = claim_specs(manifests)
+    return [(workload.urn, finding) for workload, _ in fabric_workloads(resources, claims)
+            for finding in workload_queue_findings(workload.props, declared, name=workload.name, claims=claims)]
 
 
 def covered_resources(cluster_queue: Resource) -> set[str]:

@@ -16,8 +16,8 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 
 from gpu_fabric.findings import Finding
 from gpu_fabric.gpustack.admission_pipeline import analyze
-from gpu_fabric.plan.kv_cache_references import unreferenced_findings
-from gpu_fabric.plan.transport_fabric import KV_MEMBER_TRANSPORT_FABRIC, member_findings, role_leg_findings
+from gpu_fabric.plan.kv_cache_references import router_findings, unreferenced_findings
+from gpu_fabric.plan.transport_fabric import KV_MEMBER_TRANSPORT_FABRIC, member_findings, role_leg_findings, shared_node_findings
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.resource_view import pool_facts, Resource
 from gpu_fabric.policies.reporting import report_finding
@@ -49,7 +49,8 @@ def kv_cache_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]
         role_pool = by_name.get(role.instance_type)
         if role_pool is not None:
             found.extend((deployments.get((role.namespace, role.deployment), ""), finding)
-                         for finding in role_leg_findings(role, role_pool))
+                         for finding in [*role_leg_findings(role, role_pool),
+                                         *shared_node_findings(role, role_pool, report.member_grants)])
     return found
 
 
@@ -98,6 +99,9 @@ def unreferenced_violations(resources: Sequence[Resource]) -> list[tuple[str, Fi
         subject = finding.subject
         key = (subject.kind, subject.namespace, subject.name) if subject else ("", None, "")
         found.append((urns.get(key, ""), finding))
+    # The same advisory policy: a kvTransfer setting that serves no leg, like an object that serves no deployment.
+    for finding in router_findings([r.props for r in objects]):
+        found.append((urns.get(("ModelDeployment", None, finding.subject.name if finding.subject else ""), ""), finding))
     return found
 
 
@@ -112,7 +116,7 @@ kv_cache_unreferenced = StackValidationPolicy(
     description=(
         "A KVCacheBackend that no KVCachePool lists, a KVCachePool that no KVCachePoolBinding names, or a binding that "
         "no ModelDeployment names is reported: it runs, serves nobody, and an unused backend's fabric members fall "
-        "out of the fabric domain checks."
+        "out of the fabric domain checks. So is a kvTransfer.protocol RDMA or EFA without a router, which renders no leg."
     ),
     validate=_validate_unreferenced,
     enforcement_level=EnforcementLevel.ADVISORY,
@@ -120,6 +124,7 @@ kv_cache_unreferenced = StackValidationPolicy(
     tags=["kv-cache", "mooncake"],
     remediation_steps=(
         "Reference the object (a KVCachePool over the backend, a binding naming the pool, a ModelDeployment's "
-        "kvCache.poolRef naming the binding), or remove it; check the names for a typo."
+        "kvCache.poolRef naming the binding), or remove it; check the names for a typo. Give a deployment with an RDMA "
+        "or EFA kvTransfer a router, or drop kvTransfer."
     ),
 )

@@ -16,6 +16,9 @@ from typing import Any, Sequence
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.findings import Finding, Severity as Verdict
+from gpu_fabric.kube.dra_rules import claim_specs
+from gpu_fabric.kube.kueue_rules import declared_local_queues
+from gpu_fabric.kube.workload_demand import node_capacity_of
 from gpu_fabric.kube.workloads import FabricPool, judge_workloads, pool_finding_line
 from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.config.shapes import rests_on_unknown
@@ -40,19 +43,27 @@ def fabric_pools(resources: Sequence[Resource]) -> list[FabricPool]:
 
 
 def _fabric_pool(pool: PoolFacts) -> FabricPool:
+    capacity = node_capacity_of(pool.fabric, dra=pool.uses_dra, accelerators=pool.accelerators_per_node,
+                                accelerator_resource=pool.accelerator_resource, interfaces=pool.interfaces_per_node,
+                                partitioned=pool.partitioned_interfaces_per_node)
     return FabricPool.of(pool.name, pool.fabric, pool.labels, pool.taints, pool.manufacturer, None, pool.instance_types,
-                         dra=pool.uses_dra)
+                         dra=pool.uses_dra, node_capacity=capacity)
 
 
 def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
-    """``(urn, finding)`` for every rule a workload resource of the stack breaks."""
+    """``(urn, finding)`` for every rule a workload resource of the stack breaks; claims resolve against the
+    stack's ResourceClaimTemplates and ResourceClaims, and a fabric workload landing on no pool of a stack that
+    declares pools is refused."""
     pools = fabric_pools(resources)
+    manifests = [r.props for r in kubernetes_objects(resources)]
+    claims, _ = claim_specs(manifests)
+    queues = {(queue.namespace, queue.name) for queue in declared_local_queues(manifests)}
     found: list[tuple[str, Finding]] = []
     for resource in kubernetes_objects(resources):
         if resource.kind not in WORKLOAD_KINDS:
             continue
         try:
-            report = judge_workloads([dict(resource.props)], pools)
+            report = judge_workloads([dict(resource.props)], pools, claims=claims, local_queues=queues)
         except WorkloadShapeError:
             continue  # unknown at preview, or refused by the API server anyway
         volumes_unknown = rests_on_unknown(pod_spec_of(resource.props) or {}, ("volumes",))
@@ -86,7 +97,8 @@ fabric_workloads = StackValidationPolicy(
     description=(
         "Pods and workload templates landing on an EFA or RDMA pool request only fabric keys the pool advertises, "
         "request hugepages-2Mi beside vpc.amazonaws.com/efa, use NIXL backends and UCX transports the fabric carries, "
-        "keep FI_PROVIDER efa and RDMAV_* unset on EFA, and leave advertiser-owned settings and devices alone."
+        "keep FI_PROVIDER efa and RDMAV_* unset on EFA, leave advertiser-owned settings and devices alone, and ask "
+        "for no more GPUs, EFA or claimed devices than one node has; a workload asking for the fabric lands on a pool."
     ),
     validate=_validate_errors,
     enforcement_level=EnforcementLevel.MANDATORY,
@@ -96,7 +108,8 @@ fabric_workloads = StackValidationPolicy(
         "Fix the field the finding names: request only the pool's fabric key (vpc.amazonaws.com/efa on EFA, "
         "device.gpustack.ai/rdma* on RDMA) with hugepages-2Mi beside the EFA key, choose NIXL's LIBFABRIC backend on "
         "EFA or list the fabric's UCX transport (srd on EFA, rc_x/rc/dc on RDMA), leave FI_PROVIDER efa and RDMAV_* "
-        "unset, and let the advertiser set NCCL_IB_HCA and the device nodes. docs/workloads.md explains each rule."
+        "unset, let the advertiser set NCCL_IB_HCA and the device nodes, size pods and claims to one node, and "
+        "tolerate the pool's taints. docs/workloads.md explains each rule."
     ),
 )
 

@@ -417,8 +417,11 @@ def _check_node_groups(config: FabricConfig, catalog: InstanceCatalog) -> None:
                             for finding in karpenter_findings(pool.aws, plan, labels))
         efa_interfaces = sum(1 for interface in plan if interface.interface_type != "interface")
         if pool.interfaces_per_node != efa_interfaces:
+            # Karpenter's EC2NodeClass carries the plan, not a node group: say which the user wrote.
+            planner = "the EC2NodeClass's plan" if pool.aws.is_karpenter else "the node group's plan"
             problems.append((f"pools[{i}].interfacesPerNode",
-                             f"the node group's plan attaches {efa_interfaces} EFA interfaces per node, "
-                             f"not {pool.interfaces_per_node}"))
+                             f"{planner} attaches {efa_interfaces} EFA interfaces per node "
+                             f"({', '.join(pool.aws.instance_types)}), not {pool.interfaces_per_node}; set "
+                             f"interfacesPerNode: {efa_interfaces}"))
     if problems:
         raise ConfigError(problems)

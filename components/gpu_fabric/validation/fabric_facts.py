@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings
+from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings, pool_instance_types
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.findings import Finding
 from gpu_fabric.kube.advertisers import EFA_PLUGIN_VERSION, advertiser_findings
@@ -20,12 +20,13 @@ from gpu_fabric.plan.fabric_plan import stack_device_plugin_daemonsets
 
 
 def instance_fact_problems(config: FabricConfig) -> Iterable[Finding]:
-    """Pool names and counts the instance facts of their node groups contradict."""
+    """Pool names and counts the instance facts of their node groups (or pinned instance type) contradict."""
     for i, pool in enumerate(config.pools):
-        if pool.aws is None:
+        spec = pool.model_dump(by_alias=True, exclude_none=True)
+        types = pool_instance_types(spec)
+        if not types:
             continue
-        items = known_items(pool.aws.instance_types)
-        for finding in pool_instance_findings(pool.model_dump(by_alias=True, exclude_none=True), items):
+        for finding in pool_instance_findings(spec, known_items(types)):
             yield finding.at(f"pools[{i}]")
 
 

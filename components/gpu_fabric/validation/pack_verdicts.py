@@ -29,7 +29,7 @@ from gpu_fabric.findings import Finding
 from gpu_fabric.kube.pool_view import pool_view_of
 from gpu_fabric.kube.topology_rules import topology_findings
 from gpu_fabric.plan.pool_capacity import capacity_findings, pool_capacity_of
-from gpu_fabric.plan.transport_fabric import member_findings
+from gpu_fabric.plan.transport_fabric import member_findings, shared_node_findings
 
 
 def pack_problems(config: FabricConfig) -> list[Finding]:
@@ -103,6 +103,16 @@ def _member_problems(config: FabricConfig) -> Iterable[Finding]:
             if pool.matches_selector(grant.node_selector):
                 for finding in member_findings(grant, pool):
                     yield finding.moved(path).about(None)
+    # A role's Pod beside the member groups on its pool's nodes (the kv-cache-transport-fabric policy's rule).
+    by_name = {pool.name: pool for pool in pools}
+    deployments = {(d.namespace, d.name): i for i, d in enumerate(config.model_deployments)}
+    for role in report.role_grants:
+        view, index = by_name.get(role.instance_type), deployments.get((role.namespace, role.deployment))
+        if view is None or index is None:
+            continue
+        for finding in shared_node_findings(role, view, report.member_grants):
+            # spec.roles[j].resources.interface of the manifest is roles[j].resources.interface of the item.
+            yield finding.moved(f"modelDeployments[{index}].{str(finding.path).removeprefix('spec.')}").about(None)
 
 
 def _capacity_problems(config: FabricConfig) -> Iterable[Finding]:

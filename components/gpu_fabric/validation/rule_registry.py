@@ -116,7 +116,9 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (domain_rules.DOMAIN_FABRIC_MIX, derivation.derive_domains),
     (transport_fabric.KV_MEMBER_TRANSPORT_FABRIC, transport_fabric.member_findings),
     (transport_fabric.ROLE_TRANSFER_LEG_FABRIC, transport_fabric.role_leg_findings),
+    (transport_fabric.ROLE_INTERFACES_BESIDE_MEMBERS, transport_fabric.shared_node_findings),
     (kv_cache_references.KV_CACHE_UNREFERENCED, kv_cache_references.unreferenced_findings),
+    (kv_cache_references.KV_TRANSFER_WITHOUT_ROUTER, kv_cache_references.router_findings),
     (pool_capacity.POOL_ACCELERATOR_CAPACITY, pool_capacity.capacity_findings),
     # Nodes: device plugins, kubelet topology, Kueue, host access.
     (coverage.DEVICE_PLUGIN_COVERAGE, coverage.uncovered_pools),
@@ -129,6 +131,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (dra_pools.DRA_KUBERNETES_VERSION_RULE, dra_pools.kubernetes_version_findings),
     (dra_pools.DRA_POOL_PROVISIONER, dra_pools.provisioner_findings),
     (dra_pools.DRA_POOL_TOPOLOGY, dra_pools.topology_findings),
+    (dra_pools.DRA_POOL_QUEUE_OWNER, dra_pools.queue_owner_findings),
     (dra_exclusive.DRA_POOL_DEVICE_PLUGIN, dra_exclusive.device_plugin_findings),
     (dra_exclusive.DRA_POOL_PLUGIN_KEYS, dra_exclusive.plugin_key_findings),
     (kueue_rules.KUEUE_FABRIC_WORKLOAD_QUEUE, kueue_rules.workload_queue_findings),
@@ -136,6 +139,8 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (host_access.KUBELET_HOST_ACCESS, host_access.host_access_findings),
     # Workloads on fabric pools.
     *((spec.rule, spec.check) for spec in workloads.RULES),
+    (workloads.WORKLOAD_NODE_CAPACITY, workloads.node_capacity_findings),
+    (workloads.WORKLOAD_LANDS_ON_NO_POOL, workloads.no_pool_finding),
     # Dynamic Resource Allocation: claims, their templates and the pods that use them.
     (dra_claims.DRA_CLAIM_SHAPE, dra_claims.read_claim_template),
     (dra_rules.DRA_DRANET_HOST_NETWORK, dra_rules.host_network_findings),
