@@ -16,6 +16,8 @@ from typing import Annotated, Any, Mapping
 
 from pydantic import AfterValidator
 
+from gpu_fabric.findings.printable import quoted
+
 # k8s.io/apimachinery/pkg/util/validation/validation.go builds its expressions from these formats
 # (dns1123LabelFmt, dns1123SubdomainFmt, dns1035LabelFmt, qualifiedNameFmt, labelValueFmt), and its
 # messages quote them; both the checks below and the API server's wording (``is_*``) use them.
@@ -296,7 +298,7 @@ def pattern_validator(pattern: str, description: str) -> AfterValidator:
 
     def check(value: str) -> str:
         if not compiled.fullmatch(value):
-            raise ValueError(f"{value!r} is not {description}")
+            raise ValueError(f"{quoted(value)} is not {description}")
         return value
 
     return AfterValidator(check)
@@ -319,7 +321,8 @@ SecurityGroupId = matching(r"sg-[0-9a-z]{1,32}", "a security group id (sg-012345
 CapacityReservationId = matching(r"cr-[0-9a-z]{1,32}", "a capacity reservation id (cr-0123456789abcdef0)")
 RoleArn = matching(r"arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}",
                    "an IAM role ARN (arn:aws:iam::123456789012:role/name)")
-KubernetesVersion = matching(r"\d+\.\d+", "a Kubernetes minor version such as 1.31")
+# Bounded: a minor version is a few digits, and int() of a 5,000-digit one raises (sys.int_info.str_digits_check_threshold).
+KubernetesVersion = matching(r"[0-9]{1,4}\.[0-9]{1,4}", "a Kubernetes minor version such as 1.31")
 
 EnvVarName = Annotated[str, AfterValidator(env_var_name)]
 DnsLabel = Annotated[str, AfterValidator(lambda v: dns_label(v))]

@@ -62,3 +62,15 @@ def escape_output(text: str, line_head: str | None = "") -> tuple[str, str | Non
     tail = (last + lines[-1]) if last is not None else None
     next_head = tail if tail is not None and len(tail.lstrip(" \t")) < 2 and set(tail.lstrip(" \t")) <= {":"} else None
     return "\n".join(lines), next_head
+
+
+QUOTE_LIMIT = 64
+"""How much of a value a message quotes: enough to recognise it, never a 5,000-digit wall."""
+
+
+def quoted(text: object, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` quoted for a message (``repr``), cut after ``limit`` characters with how long it was."""
+    text = str(text)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
