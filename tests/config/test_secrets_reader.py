@@ -201,3 +201,16 @@ def test_the_stack_file_refuses_a_token_in_a_node_groups_tags_and_vllm_api_key(t
     assert "gpu-fabric:pools[0].aws.tags.HF_TOKEN" in message and "a-plain-token-value" not in message
     assert "gpu-fabric:modelDeployments[0].roles[0].extraArgs[1]" in message
     assert "a-plain-api-key-value" not in message
+
+
+@pytest.mark.parametrize("name, value", [
+    ("MOONCAKE_KEY_PREFIX", "mooncake-kv-cache"),
+    ("AUTH_CONFIG_MAP", "oidc-settings"),
+    ("TOKEN_TIMEOUT", "30minutes"),
+])
+def test_settings_about_a_credential_are_no_credential(name, value):
+    assert credential_reason(name, value) is None
+
+
+def test_auth_as_the_last_word_names_a_credential():
+    assert credential_reason("REDISCLI_AUTH", "correct-horse-battery") is not None

@@ -24,7 +24,7 @@ What counts as a credential (decided here, documented in docs/stacks.md "Secrets
   random-looking body (long enough, with a digit), so ``hf_transfer`` or ``sk-pool`` are no tokens;
 * a value of at least 8 characters under a name whose whole words (split at punctuation and camelCase humps:
   ``hfToken``, ``X-Api-Key``) include TOKEN, SECRET, PASSWORD, PASSWD, PWD, PASSPHRASE, APIKEY, CREDENTIAL(S),
-  KEY, AUTH or AUTHORIZATION, or that is ``PGPASSWORD`` -- in a variable, a probe's HTTP header, an
+  KEY, AUTHORIZATION or, as the last word, AUTH, or that is ``PGPASSWORD`` -- in a variable, a probe's HTTP header, an
   annotation, an AWS tag, a ConfigMap's data, or a command-line flag (``--api-key VALUE``, ``--hf-token=VALUE``)
   -- unless:
 
@@ -55,7 +55,8 @@ _CREDENTIAL_WORDS = frozenset({"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "
 _CREDENTIAL_NAMES = frozenset({"PGPASSWORD"})
 _NOT_THE_SECRET = frozenset({"PATH", "FILE", "FILENAME", "DIR", "NAME", "ID", "IDS", "ARN", "REF", "URL", "URI",
                              "ENDPOINT", "TYPE", "HEADER", "FIELD", "LENGTH", "SIZE", "TTL", "ENABLED", "DISABLED", "MODE",
-                             "VERSION", "ALGORITHM", "FORMAT", "REGION", "PROVIDER", "ROLE", "USER", "USERNAME", "ALIAS"})
+                             "VERSION", "ALGORITHM", "FORMAT", "REGION", "PROVIDER", "ROLE", "USER", "USERNAME", "ALIAS",
+                             "PREFIX", "SUFFIX", "COUNT", "TIMEOUT", "METHOD", "SCHEME", "STRATEGY", "BACKEND", "SOURCE"})
 # A public key is meant to be shared; a key named for KMS is an id or alias (the material never leaves KMS).
 _PUBLIC_WORDS = frozenset({"PUBLIC", "PUB", "PUBKEY", "KMS", "CERT", "CERTIFICATE", "FINGERPRINT"})
 # Tokenizer special tokens (Hugging Face tokenizers' eos_token, bos_token, ...) are vocabulary, not credentials.
@@ -167,6 +168,8 @@ def credential_name(name: str) -> bool:
     if "".join(words) in _CREDENTIAL_NAMES or "_".join(words) in _CREDENTIAL_NAMES:
         return True
     for index, word in enumerate(words):
+        if word == "AUTH" and index != len(words) - 1:
+            continue  # REDISCLI_AUTH holds a password; AUTH_ENABLED, AUTH_CONFIG_MAP do not
         if word in _CREDENTIAL_WORDS and not (word == "TOKEN" and index and words[index - 1] in _TOKENIZER_WORDS):
             return True
     return False
