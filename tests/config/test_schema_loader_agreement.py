@@ -111,3 +111,47 @@ def test_schema_and_loader_agree_on_a_fields_python_name(validator, stack, path)
     both = _variant(document, path, keep_alias=True)
     assert not _loader_accepts(both)
     assert list(validator.iter_errors(both)), "the schema accepts both spellings at once"
+
+
+# Issue 40, round 5: the loader took what the schema refuses (pydantic's lax mode); strict is the stance, and it
+# is what `pulumi config set --path` writes (integers as numbers, true/false as booleans).
+def _set(document: dict, path: tuple, value: Any) -> dict:
+    changed = copy.deepcopy(document)
+    parent = changed["config"]
+    for part in path[:-1]:
+        parent = parent.setdefault(part, {}) if isinstance(part, str) and not isinstance(parent, list) else parent[part]
+    parent[path[-1]] = value
+    return changed
+
+
+STRICT_CASES = [
+    ("seed-rdma", ("gpu-fabric:pools", 0, "nodeCount"), "2"),
+    ("dra-efa", ("gpu-fabric:pools", 0, "gpusPerClaim"), ["1", "8"]),
+    ("dra-efa", ("gpu-fabric:cluster", "eksAutoMode"), "no"),
+    ("dra-efa", ("gpu-fabric:cluster", "eksAutoMode"), 0),
+    ("karpenter-efa", ("gpu-fabric:pools", 0, "aws", "karpenter", "associatePublicIpAddress"), "false"),
+    ("seed-rdma", ("gpu-fabric:pools", 0, "nodeCount"), True),
+]
+
+
+@pytest.mark.parametrize("stack, path, value", STRICT_CASES)
+def test_a_value_of_the_wrong_json_type_is_refused_by_both(stack, path, value, validator):
+    document = yaml.safe_load((PROJECT_DIR / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+    assert _loader_accepts(document) and not list(validator.iter_errors(document))
+    changed = _set(document, path, value)
+    assert list(validator.iter_errors(changed)), "the schema refuses it"
+    prefix = f"{CONFIG_NAMESPACE}:"
+    values = {key[len(prefix):]: item for key, item in changed["config"].items() if key.startswith(prefix)}
+    with pytest.raises(ConfigError) as raised:
+        load_config(values, aws_region=changed["config"].get("aws:region"))
+    assert path[-1] in str(raised.value) and "expected" in str(raised.value)
+
+
+@pytest.mark.parametrize("stack, path, value", [
+    ("seed-rdma", ("gpu-fabric:pools", 0, "nodeCount"), 3),
+    ("dra-efa", ("gpu-fabric:cluster", "eksAutoMode"), False),
+    ("karpenter-efa", ("gpu-fabric:pools", 0, "aws", "karpenter", "associatePublicIpAddress"), False),
+])
+def test_what_pulumi_config_set_path_writes_is_taken_by_both(stack, path, value, validator):
+    changed = _set(yaml.safe_load((PROJECT_DIR / "stacks" / f"Pulumi.{stack}.yaml").read_text()), path, value)
+    assert _loader_accepts(changed) and not list(validator.iter_errors(changed))

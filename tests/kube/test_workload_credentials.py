@@ -45,3 +45,26 @@ def test_a_secret_reference_passes():
     env = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}},
            {"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/hf/token"}]
     assert not _credentials(with_container(env=env), _pools())
+
+
+JWT = "eyJhbGciOiJIUzI1NiJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0" + ".c2lnbmF0dXJlLW5vdC1yZWFs"  # a JWT's shape
+
+
+def test_a_config_map_that_env_from_loads_is_refused_at_its_entry():
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "env", "namespace": "team-a"},
+                  "data": {"PGPASSWORD": "correct-horse-battery", "EOS_TOKEN": "<|im_end|>"}}
+    spec = with_container(envFrom=[{"configMapRef": {"name": "env"}}])
+    found = [f for f in judge_workloads([config_map, wrap("Deployment", spec)], _pools()).findings
+             if f.rule_id == "plaintext-credential"]
+    assert [str(f.path) for f in found] == ["data.PGPASSWORD"]
+
+
+def test_a_probes_bearer_header_and_an_annotation_are_refused():
+    spec = with_container(readinessProbe={"httpGet": {"path": "/health", "port": 8000, "httpHeaders": [
+        {"name": "Authorization", "value": f"Bearer {JWT}"}]}})
+    workload = wrap("Deployment", spec)
+    workload["metadata"]["annotations"] = {"example.com/hf": "a-plain-token-value", "hfToken": "a-plain-token-value"}
+    found = [f for f in judge_workloads([workload], _pools()).findings if f.rule_id == "plaintext-credential"]
+    assert [str(f.path) for f in found] == ["metadata.annotations.hfToken",
+                                            "spec.template.spec.containers[0].readinessProbe.httpGet.httpHeaders[0].value"]
+    assert all(JWT not in f.message for f in found)

@@ -38,3 +38,27 @@ def test_secrets_in_a_list_and_last_applied_annotations_are_redacted():
 def test_a_body_without_secrets_is_kept_byte_for_byte():
     body = b'{"kind": "Node", "metadata": {"name": "n"}, "spec": {"env": [{"name": "A", "value": "b"}]}}'
     assert redact_secret(body) == body
+
+
+def test_a_github_token_in_a_resource_claims_annotation_is_not_recorded():
+    token = "ghp_" + "Zy9" * 12
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "c", "annotations": {"ci.example.com/by": token}}, "spec": {"devices": {}}}
+    redacted = _redacted({"kind": "ResourceClaimList", "items": [claim]})
+    assert token not in json.dumps(redacted)
+    assert redacted["items"][0]["metadata"]["annotations"]["ci.example.com/by"] == "[redacted]"
+
+
+def test_a_token_in_a_config_maps_last_applied_annotation_is_not_recorded():
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "env"},
+                  "data": {"NOTE": f"fetch with {HF_TOKEN}"}}
+    live = {**config_map, "data": {"NOTE": "rotated"}, "metadata": {"name": "env", "annotations": {
+        "kubectl.kubernetes.io/last-applied-configuration": json.dumps(config_map)}}}
+    redacted = _redacted(live)
+    assert HF_TOKEN not in json.dumps(redacted)
+    assert redacted["data"] == {"NOTE": "rotated"}
+
+
+def test_a_body_that_is_no_json_has_its_tokens_masked():
+    body = f"NCCL INFO ok\nexport HF_TOKEN={HF_TOKEN}\n".encode()
+    assert redact_secret(body) == b"NCCL INFO ok\nexport HF_TOKEN=[redacted]\n"

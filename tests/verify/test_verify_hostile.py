@@ -135,7 +135,7 @@ def test_server_text_in_a_reason_stays_on_one_printable_line():
     from gpu_fabric.verify.api import Response
 
     body = json.dumps({"kind": "Status", "message": "denied\n\x1b[31mfake line\x1b[0m"}).encode()
-    assert Response(403, body).reason() == "HTTP 403: denied??[31mfake line?[0m"
+    assert Response(403, body).reason() == "HTTP 403: denied\\n\\x1b[31mfake line\\x1b[0m"
 
 
 def test_a_daemonset_status_count_that_is_a_string_is_refused(tmp_path, capsys):

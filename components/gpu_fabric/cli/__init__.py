@@ -107,6 +107,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    from gpu_fabric.cli.output import OutputError, escaped_streams
+
+    with escaped_streams():
+        try:
+            return _run_command(argv)
+        except OutputError as error:
+            # A full disk (``> /dev/full``) or a closed descriptor (``>&-``): one line, no traceback, and stdout
+            # pointed at /dev/null so that the interpreter's own flush at exit cannot fail a second time.
+            _point_at_devnull(sys.__stdout__)
+            try:
+                print(f"gpu-fabric: {error}", file=sys.stderr)
+                sys.stderr.flush()
+            except OutputError:
+                pass
+            return EXIT_USAGE
+
+
+def _point_at_devnull(stream: object) -> None:
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        pass  # no descriptor to repoint (closed at start, or a test's capture)
+
+
+def _run_command(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         try:
@@ -122,7 +147,7 @@ def _run(argv: Sequence[str] | None) -> int:
         # The reader went away (``gpu-fabric check | head``): stop quietly. Python would otherwise
         # print a traceback, and again at exit when it flushes stdout, so point stdout at /dev/null
         # (the recipe of Python's signal module docs, "Note on SIGPIPE").
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _point_at_devnull(sys.__stdout__)
         return EXIT_FINDINGS
     except KeyboardInterrupt:
         print("gpu-fabric: interrupted", file=sys.stderr)

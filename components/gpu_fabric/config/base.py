@@ -46,10 +46,11 @@ class SpecModel(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+    def _json_types_only(cls, value: Any, info: ValidationInfo) -> Any:
         field = cls.model_fields.get(info.field_name or "")
-        if field is not None and _boolean_for_number(field.annotation, value):
-            raise ValueError("expected a number, not a boolean (true/false)")
+        problem = _scalar_type_problem(field.annotation, value) if field is not None else None
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
 
@@ -63,16 +64,45 @@ def _type_options(annotation: Any) -> tuple[Any, ...]:
     return (annotation,)
 
 
-def _boolean_for_number(annotation: Any, value: Any) -> bool:
-    """True when ``value`` holds a boolean where ``annotation`` wants a number (also inside lists)."""
+def _takes_strings(options: tuple[Any, ...]) -> bool:
+    return any(option is str or option is Any or (typing.get_origin(option) is typing.Literal
+                                                  and any(isinstance(arg, str) for arg in typing.get_args(option)))
+               for option in options)
+
+
+def _scalar_type_problem(annotation: Any, value: Any) -> str | None:
+    """Why ``value`` is not of the JSON type ``annotation`` wants (also inside lists), or ``None``.
+
+    Strict, as the JSON Schema (``gpu-fabric schema``) and docs/configuration.md say: pydantic's lax
+    mode would take ``nodeCount: "2"``, ``eksAutoMode: "no"`` or ``0``, and YAML's ``nodeCount: yes``
+    (``True``) as ``1``. ``pulumi config set --path`` writes ``true``/``false`` as booleans and integers
+    as numbers (pulumi.com/docs/iac/cli/commands/pulumi_config_set), so what it writes passes.
+    """
     options = _type_options(annotation)
+    wants_number = bool({int, float} & set(options))
     if isinstance(value, bool):
-        return bool({int, float} & set(options)) and bool not in options
+        if wants_number and bool not in options:
+            return "expected a number, not a boolean (true/false)"
+        return None
+    if isinstance(value, str):
+        if _takes_strings(options):
+            return None
+        if wants_number:
+            return f"expected a number, not the string {value[:32]!r}: write it without quotes"
+        if bool in options:
+            return f"expected true or false, not the string {value[:32]!r}"
+        return None
+    if isinstance(value, (int, float)) and bool in options and not wants_number and not _takes_strings(options):
+        return f"expected true or false, not the number {value!r}"
     if isinstance(value, list):
         items = [typing.get_args(option)[0] for option in options
                  if typing.get_origin(option) is list and typing.get_args(option)]
-        return any(_boolean_for_number(item_type, item) for item_type in items for item in value)
-    return False
+        for item_type in items:
+            for item in value:
+                problem = _scalar_type_problem(item_type, item)
+                if problem is not None:
+                    return problem
+    return None
 
 
 def _numbers(value: Any, location: Sequence[Any] = ()) -> Iterable[tuple[Sequence[Any], int | float]]:

@@ -50,8 +50,8 @@ NODE_GROUP_ONLY_FIELDS = {
 _DURATION = r"^(([0-9]+(s|m|h))+|Never)$"  # NodePool ``expireAfter`` / ``consolidateAfter`` (karpenter.sh_nodepools.yaml)
 # AL2023 releases are dated (v20260801), Bottlerocket's are semantic (v1.20.3); EC2NodeClass CEL only wants
 # "<family>@<something>" (karpenter.k8s.aws_ec2nodeclasses.yaml, amiSelectorTerms[].alias).
-_AMI_VERSION = r"^(latest|v[0-9]{8}|v?[0-9]+\.[0-9]+\.[0-9]+)$"
-_KARPENTER_VERSION = r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$"
+_AMI_VERSION = r"^(latest|v[0-9]{8}|v?[0-9]{1,9}\.[0-9]{1,9}\.[0-9]{1,9})$"
+_KARPENTER_VERSION = r"^v?[0-9]{1,9}\.[0-9]{1,9}(\.[0-9]{1,9})?$"  # bounded: int() of 5,000 digits raises
 # IAM CreateRole RoleName: [\w+=,.@-]+ (ASCII), 1 to 64 characters.
 _IAM_ROLE_NAME = re.compile(r"[A-Za-z0-9_+=,.@-]{1,64}", re.ASCII)
 _MAX_GO_DURATION_NS = 2**63 - 1  # time.Duration is an int64 of nanoseconds (2562047h47m16.854775807s)

@@ -41,8 +41,12 @@ closest known one. `gpu-fabric schema`
 prints this reference as a JSON Schema (draft 2020-12) for editors (see [editor completion](cli.md#schema-editor-completion)).
 The schema decides each value's shape; `gpu-fabric render` and `pulumi preview` also
 check what a schema cannot: name and quantity syntax, references between objects, capacities, the
-GPUStack operator's admission, EFA domains and the policy pack's mandatory policies. Numbers are
-written as numbers (`nodeCount: 4`, not `"4"`). The keys `modelDeployments`, `kvCacheBackends`,
+GPUStack operator's admission, EFA domains and the policy pack's mandatory policies. Types are
+strict, in the schema and in `render`/`check` alike: numbers are written as numbers (`nodeCount: 4`, not
+`"4"`; `gpusPerClaim: [1, 8]`, not `["1", "8"]`) and booleans as `true`/`false` (`eksAutoMode: false`,
+not `"no"`, `"false"` or `0`). `pulumi config set --path 'gpu-fabric:pools[0].nodeCount' 4` writes a number
+and `... true` a boolean (Pulumi treats integers and true/false under `--path` so; `--type int|bool` says it
+outright); quantities (`accelerator`, `memoryPerNode`) take a string or a number. The keys `modelDeployments`, `kvCacheBackends`,
 `kvCachePools` and `kvCachePoolBindings` may hold Pulumi secrets (`{secure: ...}` wherever a string goes).
 """
 

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Mapping
 
 from pydantic import AfterValidator, BeforeValidator
 
+from gpu_fabric.findings.printable import quoted
+
 # k8s.io/apimachinery/pkg/util/validation/validation.go builds its expressions from these formats
 # (dns1123LabelFmt, dns1123SubdomainFmt, dns1035LabelFmt, qualifiedNameFmt, labelValueFmt), and its
 # messages quote them; both the checks below and the API server's wording (``is_*``) use them.
@@ -296,7 +298,7 @@ def pattern_validator(pattern: str, description: str) -> AfterValidator:
 
     def check(value: str) -> str:
         if not compiled.fullmatch(value):
-            raise ValueError(f"{value!r} is not {description}")
+            raise ValueError(f"{quoted(value)} is not {description}")
         return value
 
     return AfterValidator(check)
@@ -327,8 +329,9 @@ def _version_not_a_number(value: Any) -> Any:
     return value
 
 
+# Bounded: a minor version is a few digits, and int() of a 5,000-digit one raises (sys.int_info.str_digits_check_threshold).
 KubernetesVersion = Annotated[str, BeforeValidator(_version_not_a_number),
-                              pattern_validator(r"\d+\.\d+", "a Kubernetes minor version such as 1.31")]
+                              pattern_validator(r"[0-9]{1,4}\.[0-9]{1,4}", "a Kubernetes minor version such as 1.31")]
 
 EnvVarName = Annotated[str, AfterValidator(env_var_name)]
 DnsLabel = Annotated[str, AfterValidator(lambda v: dns_label(v))]

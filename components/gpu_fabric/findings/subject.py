@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from gpu_fabric.findings.printable import one_line
+
 
 @dataclass(frozen=True)
 class ObjectRef:
@@ -16,5 +18,6 @@ class ObjectRef:
     """``None`` for cluster-scoped objects (and objects outside Kubernetes)."""
 
     def __str__(self) -> str:
+        # Kind, namespace and name come from the input or a server: one line, whatever they hold.
         qualified = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.kind} {qualified}"
+        return one_line(f"{self.kind} {qualified}")

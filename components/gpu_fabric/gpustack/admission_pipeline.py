@@ -38,7 +38,7 @@ from gpu_fabric.gpustack.admission.common import ENGINE_VLLM, engine_name, spec_
 from gpu_fabric.gpustack.admission.kv_cache_pool import pool_backend_findings
 from gpu_fabric.gpustack.admission.kv_cache_pool_binding import bindings_among
 from gpu_fabric.findings import Finding, ObjectRef, Severity
-from gpu_fabric.gpustack.rules import MODEL_DEPLOYMENT_ADMISSION
+from gpu_fabric.gpustack.rules import GPUSTACK_API_GROUP, MODEL_DEPLOYMENT_ADMISSION, WHOLE_ACCELERATORS
 from gpu_fabric.gpustack.operator_pin import API_GROUP
 from gpu_fabric.gpustack.profiles import Profile, default_profile, profile_for
 from gpu_fabric.gpustack.schema import validate_object
@@ -92,6 +92,49 @@ def is_gpustack_object(obj: Mapping[str, Any], kind: str | None = None) -> bool:
     return api_version.split("/", 1)[0] == GPUSTACK_GROUP and (kind is None or obj.get("kind") == kind)
 
 
+def api_group_findings(obj: Mapping[str, Any]) -> list[Finding]:
+    """An error when ``obj`` spells the ``worker.gpustack.ai`` group in another case (``Worker.GPUStack.ai/v1``).
+
+    API groups are DNS subdomains, lower case, and the API server matches them exactly: such an object is
+    "no matches for kind", never the operator's object, so it must not pass as an object of another group.
+    """
+    api_version = str(obj.get("apiVersion", ""))
+    group, slash, version = api_version.partition("/")
+    if not slash or group == GPUSTACK_GROUP or group.lower() != GPUSTACK_GROUP:
+        return []
+    meta = mapping_at(obj, "metadata")
+    ref = ObjectRef(str(obj.get("kind") or ""), str(meta.get("name") or ""), meta.get("namespace"))
+    return [Finding.of(GPUSTACK_API_GROUP, "apiVersion", f"the API server serves no group {group!r}: API groups are "
+                       f"lower case; write {GPUSTACK_GROUP}/{version}", subject=ref)]
+
+
+def accelerator_findings(deployment: Mapping[str, Any]) -> list[Finding]:
+    """An error per role whose ``resources.accelerator`` is no whole number (``0.5``, ``7500m``).
+
+    The operator requests the role's accelerators as an extended resource (``nvidia.com/gpu``), and the API
+    server refuses a fractional extended resource ("must be an integer"): the pods are never created.
+    """
+    found: list[Finding] = []
+    meta = mapping_at(deployment, "metadata")
+    ref = ObjectRef("ModelDeployment", str(meta.get("name") or ""), meta.get("namespace"))
+    roles = spec_of(deployment).get("roles")
+    for index, role in enumerate(roles if isinstance(roles, list) else []):
+        resources = role.get("resources") if isinstance(role, Mapping) else None
+        value = resources.get("accelerator") if isinstance(resources, Mapping) else None
+        if value is None:
+            continue
+        try:
+            number = parse_quantity(value)
+        except QuantityError:
+            continue  # the schema's quantity check reports it
+        if number != number.to_integral_value():
+            found.append(Finding.of(WHOLE_ACCELERATORS, f"spec.roles[{index}].resources.accelerator",
+                                    f"{value!s} is not a whole number of accelerators: extended resources are "
+                                    "integers (write 1, 2, ...; share one accelerator with acceleratorSliced* or "
+                                    "acceleratorPartitionedProfile)", subject=ref))
+    return found
+
+
 @dataclass
 class _Index:
     deployments: list[Mapping[str, Any]] = field(default_factory=list)
@@ -105,6 +148,8 @@ class _Index:
 def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, findings: list[Finding], profile: Profile) -> _Index:
     index = _Index()
     for obj in objects:
+        if isinstance(obj, Mapping):
+            findings.extend(api_group_findings(obj))
         if not isinstance(obj, Mapping) or not is_gpustack_object(obj):
             continue
         meta = mapping_at(obj, "metadata")
@@ -125,6 +170,10 @@ def _index(objects: Iterable[Mapping[str, Any]], default_namespace: str, finding
         if any(f.is_error for f in schema_findings):
             continue
         if kind == "ModelDeployment":
+            whole = accelerator_findings(obj)
+            findings.extend(whole)
+            if whole:
+                continue
             # Judged once every pool, binding and backend is indexed: its interface requests resolve through them.
             index.deployments.append(obj)
             continue

@@ -46,6 +46,16 @@ KV_CACHE_POOL_BINDING_ADMISSION = _operator_rule(
     "a KVCachePoolBinding passes the operator's webhook (pool, reuse domain unclaimed, ceiling within the pool's)",
     "pkg/worker/webhooks/worker/kv_cache_pool_binding.go")
 
+GPUSTACK_API_GROUP = Rule(
+    "gpustack-api-group", "a worker.gpustack.ai object names its API group in lower case: the API server serves no other "
+    "spelling (no matches for kind)", "https://kubernetes.io/docs/reference/using-api/#api-groups",
+    policy=POLICY, refusal=Refusal.INPUT)
+WHOLE_ACCELERATORS = Rule(
+    "whole-accelerators", "a ModelDeployment role's accelerator count is a whole number: it becomes an extended resource "
+    "request, which the API server refuses unless it is an integer",
+    "kubernetes/kubernetes: pkg/apis/core/validation/validation.go (validateResourceQuantityValue, \"must be an integer\")",
+    policy=POLICY, refusal=Refusal.INPUT)
+
 ADMISSION_RULES: dict[str, Rule] = {
     "ModelDeployment": MODEL_DEPLOYMENT_ADMISSION,
     "KVCacheBackend": KV_CACHE_BACKEND_ADMISSION,
@@ -54,4 +64,5 @@ ADMISSION_RULES: dict[str, Rule] = {
 }
 """Kind -> the webhook rule that admits it."""
 
-RULES: tuple[Rule, ...] = (GPUSTACK_OPERATOR_VERSION, GPUSTACK_OPERATOR_STAND_IN, GPUSTACK_CRD_SCHEMA, *ADMISSION_RULES.values())
+RULES: tuple[Rule, ...] = (GPUSTACK_OPERATOR_VERSION, GPUSTACK_OPERATOR_STAND_IN, GPUSTACK_CRD_SCHEMA, GPUSTACK_API_GROUP,
+                          WHOLE_ACCELERATORS, *ADMISSION_RULES.values())

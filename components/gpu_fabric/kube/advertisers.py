@@ -79,7 +79,9 @@ MOFED_DEFAULT_ON = ((0, 19, 0), (0, 19, 3))
 """``[first, last)`` NVIDIA device plugin versions whose MOFED support is on unless switched off."""
 MOFED_FLAG, MOFED_ENV = "--mofed-enabled", "MOFED_ENABLED"
 
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+# ASCII digits, at most 9 a part: a tag of 5,000 digits is no version to compare (int() of it raises,
+# sys.int_info.str_digits_check_threshold), and is read like ``latest``.
+_VERSION = re.compile(r"^v?([0-9]{1,9})\.([0-9]{1,9})\.([0-9]{1,9})(?![0-9])", re.ASCII)
 
 
 def image_tag(image: str) -> str | None:

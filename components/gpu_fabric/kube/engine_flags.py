@@ -22,11 +22,13 @@ and which setting it fills. Rows and their sources:
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
+
+from gpu_fabric.config import bounded_json
+from gpu_fabric.config.bounded_json import JSONBoundsError
 
 NIXL_CONNECTOR = "NixlConnector"
 NIXL_DEFAULT_BACKENDS = ("UCX",)
@@ -312,9 +314,11 @@ def _is_assignment(word: str) -> bool:
 
 
 def _parse_value(text: str) -> Any:
+    # A dotted flag's value is JSON when it reads as JSON within bounds, else the word itself (vLLM's
+    # FlexibleArgumentParser does the same), so an unbounded one cannot raise out of the parse.
     try:
-        return json.loads(text)
-    except (ValueError, TypeError):
+        return bounded_json.loads(text)
+    except (JSONBoundsError, TypeError):
         return text
 
 
@@ -399,9 +403,10 @@ def _apply(flag: Flag, name: str, inline: str | None, words: list[tuple[int, str
             settings.problems.append((where, f"{name} needs a JSON object"))
             return used
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as error:
-            settings.problems.append((where, f"{name} is not JSON ({error.msg} at column {error.colno}); the engine refuses to start"))
+            value = bounded_json.loads(text)
+        except JSONBoundsError as error:
+            settings.problems.append((where, f"{name} is {error}; the engine refuses to start"
+                                      if str(error).startswith("not JSON") else f"{name} holds JSON beyond what gpu-fabric reads: {error}"))
             return used
         if not isinstance(value, dict):
             settings.problems.append((where, f"{name} must be a JSON object"))

@@ -199,13 +199,16 @@ WORKLOAD_LANDS_ON_NO_POOL = _workload_rule(
     "https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/")
 
 PLAINTEXT_CREDENTIAL = _workload_rule(
-    "plaintext-credential", "no credential in plain text in a pod template's env, command or args (a token, key or password "
-    "belongs in a Kubernetes Secret, read with valueFrom.secretKeyRef)",
+    "plaintext-credential", "no credential in plain text in an object: a pod template's env, probe headers, command or args, "
+    "its annotations, a ConfigMap's data (a token, key or password belongs in a Kubernetes Secret, read with "
+    "valueFrom.secretKeyRef)",
     "https://kubernetes.io/docs/concepts/configuration/secret/#using-secrets-as-environment-variables")
 
 
 def credential_findings(ref: ObjectRef, pod_path: str, pod_spec: Mapping[str, Any]) -> list[Finding]:
-    """A finding per credential a pod template holds in plain text, on whichever pool it lands.
+    """A finding per credential an object (or a part of it at ``pod_path``) holds in plain text, whatever it
+    is and on whichever pool it lands: a pod template's variables, probe headers and command lines, its
+    annotations, a ConfigMap's data (:func:`gpu_fabric.config.secrets.credential_sites`).
 
     Anyone who can read the manifest (its repository, ``kubectl get -o yaml``, the Pulumi state) reads
     the credential; a Secret keeps it apart, under its own access rules. The message names the field
@@ -587,6 +590,7 @@ def judge_workloads(objects: Iterable[Mapping[str, Any]], pools: Sequence[Fabric
     claims = claims or {}
     for obj in objects:
         ref = object_ref(obj)
+        report.findings.extend(credential_findings(ref, "", obj))
         try:
             templates = pod_templates(obj)
         except WorkloadShapeError as error:
@@ -598,7 +602,6 @@ def judge_workloads(objects: Iterable[Mapping[str, Any]], pools: Sequence[Fabric
             report.device_plugins += 1
             continue
         for pod_path, pod_spec in templates:
-            report.findings.extend(credential_findings(ref, pod_path, pod_spec))
             landing, refusals = landing_pools(pod_spec, pools)
             asks = fabric_asks(obj, pod_spec, ref.namespace or "default", claims, local_queues) if not landing else []
             if not landing and pools and asks:

@@ -16,7 +16,7 @@ from gpu_fabric.aws import instance_facts, karpenter, launch_template_rules, nod
 from gpu_fabric.config import base as config_base
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.findings import Enforcement, Rule
-from gpu_fabric.gpustack import device_manager_access, privilege_rules, rules as gpustack_rules, schema
+from gpu_fabric.gpustack import admission_pipeline, device_manager_access, privilege_rules, rules as gpustack_rules, schema
 from gpu_fabric.gpustack.admission import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding, model_deployment
 from gpu_fabric.gpustack.profiles import profile_for, stand_in_findings
 from gpu_fabric.kube import (
@@ -92,6 +92,8 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (gpustack_rules.GPUSTACK_OPERATOR_VERSION, profile_for),
     (gpustack_rules.GPUSTACK_OPERATOR_STAND_IN, stand_in_findings),
     (gpustack_rules.GPUSTACK_CRD_SCHEMA, schema.validate_object),
+    (gpustack_rules.GPUSTACK_API_GROUP, admission_pipeline.api_group_findings),
+    (gpustack_rules.WHOLE_ACCELERATORS, admission_pipeline.accelerator_findings),
     (gpustack_rules.MODEL_DEPLOYMENT_ADMISSION, model_deployment.deployment_findings),
     (gpustack_rules.KV_CACHE_BACKEND_ADMISSION, kv_cache_backend.backend_findings),
     (gpustack_rules.KV_CACHE_POOL_ADMISSION, kv_cache_pool.pool_findings),

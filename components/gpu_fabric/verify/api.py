@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
+from gpu_fabric.findings.printable import one_line
+
 
 class ClusterUnavailable(Exception):
     """The cluster cannot be reached, refused the credential, or answered something unusable."""
@@ -78,8 +80,9 @@ def public_url(url: str) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` with control characters (newlines, terminal escapes) shown as ``?``: server text on one line."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
+    """Server text on one line, control characters (newlines, terminal escapes) as escapes: the project's one
+    escaper (:func:`gpu_fabric.findings.printable.one_line`)."""
+    return one_line(text)
 
 
 def sample(data: bytes, size: int = 80) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from gpu_fabric.config.safe_files import Folder, UnsafeFileError
-from gpu_fabric.config.secrets import ARGUMENT_LIST_KEYS, ENV_LIST_KEYS, argument_reason, credential_reason, token_in
+from gpu_fabric.config.secrets import LAST_APPLIED, credential_sites, mask_tokens, token_in
 from gpu_fabric.verify.api import Limits, RecordingError, Response, Transport, first_line, public_url
 
 RECORDING_INDEX = "recording.json"
@@ -26,7 +26,6 @@ RECORDING_FORMAT = "gpu-fabric-verify-recording/v1"
 
 
 REDACTED = "[redacted]"
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def redact_secret(body: bytes) -> bytes:
@@ -34,61 +33,44 @@ def redact_secret(body: bytes) -> bytes:
 
     A recording is made to be attached to issues; whether a Secret exists is all ``verify`` needs.
     Redacted wherever they are in the body (an object, or the items of a list): a ``Secret``'s
-    ``data`` and ``stringData`` and its last-applied annotation; and in any object, an environment
-    variable or command-line word holding a credential in plain text
-    (:func:`gpu_fabric.config.secrets.credential_reason`), also inside a last-applied annotation.
+    ``data`` and ``stringData`` and its last-applied annotation; and in any object, whatever the
+    project's one detector (:func:`gpu_fabric.config.secrets.credential_sites`) finds: a credential's
+    shape in any string (a ``ghp_`` token in an annotation), variables, probe headers, command lines,
+    annotations (a last-applied-configuration annotation holding one is redacted whole) and tags.
     """
     try:
         document = json.loads(body)
+        changed = _redact(document)
     except (ValueError, RecursionError):
-        return body
-    return json.dumps(document, sort_keys=True).encode() if _redact(document) else body
+        text = body.decode("utf-8", "replace")  # a log, or JSON too deep to read: mask what the shapes betray
+        return body if token_in(text) is None else mask_tokens(text, REDACTED).encode()
+    return json.dumps(document, sort_keys=True).encode() if changed else body
 
 
 def _redact(document: object) -> bool:
-    """Redact ``document`` in place (iteratively: a server's deep nesting cannot exhaust the stack); True if anything was."""
+    """Redact ``document`` in place; True if anything was."""
     changed = False
-    pending: list[tuple[object, str]] = [(document, "")]
-    while pending:
-        node, key = pending.pop()
+    pending: list[object] = [document]
+    while pending:  # iteratively: a server's deep nesting cannot exhaust the stack
+        node = pending.pop()
         if isinstance(node, dict):
             if node.get("kind") == "Secret":
                 for field in ("data", "stringData"):
                     if isinstance(node.get(field), dict) and node[field]:
                         node[field] = {name: REDACTED for name in node[field]}
                         changed = True
-            metadata = node.get("metadata")
-            annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
-            if isinstance(annotations, dict) and isinstance(annotations.get(_LAST_APPLIED), str):
-                redacted = _redacted_last_applied(annotations[_LAST_APPLIED], node.get("kind") == "Secret")
-                if redacted != annotations[_LAST_APPLIED]:
-                    annotations[_LAST_APPLIED] = redacted
+                metadata = node.get("metadata")
+                annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+                if isinstance(annotations, dict) and isinstance(annotations.get(LAST_APPLIED), str):
+                    annotations[LAST_APPLIED] = REDACTED
                     changed = True
-            pending.extend((item, str(name)) for name, item in node.items())
+            pending.extend(node.values())
         elif isinstance(node, list):
-            folded = key.lower()
-            for index, item in enumerate(node):
-                if folded in ENV_LIST_KEYS and isinstance(item, dict) and isinstance(item.get("name"), str):
-                    if credential_reason(item["name"], item.get("value")) is not None:
-                        item["value"] = REDACTED
-                        changed = True
-                elif folded in ARGUMENT_LIST_KEYS and isinstance(item, str):
-                    if argument_reason(item) is not None:
-                        node[index] = REDACTED
-                        changed = True
-                else:
-                    pending.append((item, ""))
+            pending.extend(node)
+    for site in credential_sites(document):
+        site.holder[site.key] = REDACTED
+        changed = True
     return changed
-
-
-def _redacted_last_applied(text: str, of_secret: bool) -> str:
-    if of_secret:
-        return REDACTED
-    try:
-        applied = json.loads(text)
-    except (ValueError, RecursionError):
-        return REDACTED if token_in(text) is not None else text
-    return json.dumps(applied, sort_keys=True) if _redact(applied) else text
 
 
 def _body_file(path: str) -> str:

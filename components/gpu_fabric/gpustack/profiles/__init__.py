@@ -18,6 +18,7 @@ from typing import Iterable
 
 from gpu_fabric.config.constants import DEFAULT_GPUSTACK_OPERATOR
 from gpu_fabric.findings import Finding, Severity
+from gpu_fabric.findings.printable import quoted
 from gpu_fabric.gpustack.operator_pin import OPERATOR_COMMIT
 from gpu_fabric.gpustack.rules import GPUSTACK_OPERATOR_STAND_IN
 from gpu_fabric.gpustack.profiles import main_5cfac77b, release_0_9, release_0_10, release_0_11
@@ -29,8 +30,12 @@ __all__ = ["DEFAULT_GPUSTACK_OPERATOR", "FieldNote", "PROFILES", "Profile", "Sou
 PROFILES: tuple[Profile, ...] = (release_0_9.PROFILE, release_0_10.PROFILE, release_0_11.PROFILE, main_5cfac77b.PROFILE)
 """Every mirrored line, oldest release first, the pre-release pin last."""
 
-_RELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
-_MAIN = re.compile(r"^main@([0-9a-f]{8,40})$")
+# ASCII digits only (round 4: an Arabic-Indic or full-width "٠.١٠.٠" is no version ``helm list`` shows), and at
+# most 9 of them: int() of a 5,000-digit part raises (sys.int_info.str_digits_check_threshold), and no release
+# is numbered beyond that. ``\Z``, not ``$``, which would take a trailing newline.
+_NUMBER = r"(0|[1-9][0-9]{0,8})"
+_RELEASE = re.compile(rf"^v?{_NUMBER}\.{_NUMBER}\.{_NUMBER}\Z", re.ASCII)
+_MAIN = re.compile(r"^main@([0-9a-f]{8,40})\Z", re.ASCII)
 
 
 class UnknownOperatorVersion(ValueError):
@@ -63,11 +68,11 @@ def profile_for(version: str) -> Profile:
         newer = (f"; {text} is newer than every line gpu-fabric mirrors: to decide it under the newest line's rules "
                  f"anyway, unverified and warned about on every render, write {text}+as-{newest_line().line}")
     raise UnknownOperatorVersion(
-        f"{text!r} is not a GPUStack operator version gpu-fabric mirrors: write one of {', '.join(known_versions())} "
+        f"{quoted(text)} is not a GPUStack operator version gpu-fabric mirrors: write one of {', '.join(known_versions())} "
         f"(any patch of {lines} is accepted, as `helm list` shows it){newer}")
 
 
-_STAND_IN = re.compile(r"^(?P<version>v?\d+\.\d+\.\d+)\+as-(?P<line>\d+\.\d+)$")
+_STAND_IN = re.compile(rf"^(?P<version>v?{_NUMBER}\.{_NUMBER}\.{_NUMBER})\+as-(?P<line>{_NUMBER}\.{_NUMBER})\Z", re.ASCII)
 """``0.12.0+as-0.11``: operator 0.12.0, decided under the 0.11 line's rules (the explicit stand-in setting)."""
 
 
