@@ -38,7 +38,7 @@ LAYOUTS = {"p4d.24xlarge": [2, 4, 8], "p5.48xlarge": [1, 2, 4], "p5en.48xlarge":
 
 @pytest.fixture(scope="module")
 def scheduler_cluster(engine_bin: Path, tmp_path_factory):
-    plane = ControlPlane.start(tmp_path_factory.mktemp("dra") / "plane", engine_bin, scheduler=True, crds=False)
+    plane = ControlPlane.start(tmp_path_factory.mktemp("dra") / "plane", engine_bin, scheduler=True)
     nodes = KubeletlessNodes(plane.api)
     try:
         for namespace in (NAMESPACE, HOLDERS):
