@@ -15,7 +15,7 @@ needs on a CI machine with no containers, no accelerators and one NUMA node
   (pkg/kubelet/cm/container_manager_linux.go) are copies, and ``/var/lib`` and ``/var/log`` are
   scratch folders (the kubelet serves device plugins from ``/var/lib/kubelet/device-plugins``
   whatever ``--root-dir`` says). The fake device plugins run inside that namespace too.
-* Settings that keep the host untouched: ``cgroupsPerQOS: false`` and ``enforceNodeAllocatable: []``
+* Settings that keep the host untouched: ``cgroupsPerQOS: false`` and ``enforceNodeAllocatable: [none]``
   (no kubepods cgroups), ``makeIPTablesUtilChains: false``, ``failCgroupV1: false`` (cgroup v1 hosts),
   ``failSwapOn: false``.
 * **An empty working directory.** The fake runtime leaves a container's LogPath empty, and the
@@ -46,6 +46,8 @@ import yaml
 KERNEL_TUNABLES = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
                    "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes")
 NUMA_NODES = 2
+SOCKET_ROOT_MAX = 80
+"""Longest kubelet root folder whose sockets (``pods-api/<9 digits>``, ``device-plugins/kubelet.sock``) fit sun_path."""
 DEFAULT_DEVICES = ("nvidia.com/gpu=8/2", "vpc.amazonaws.com/efa=16/2")
 """p5en.48xlarge-like: 8 GPUs and 16 EFA, half on each NUMA node (2 EFA per GPU)."""
 
@@ -119,7 +121,9 @@ def base_configuration(folder: Path, pki: Path, address: str, port: int, healthz
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
         "failCgroupV1": False, "failSwapOn": False, "cgroupDriver": "cgroupfs",
-        "cgroupsPerQOS": False, "enforceNodeAllocatable": [], "makeIPTablesUtilChains": False,
+        # "none", not []: with --config-dir the kubelet re-defaults an empty list to ["pods"], which needs
+        # cgroupsPerQOS (pkg/kubelet/apis/config/validation: NodeAllocatableNoneKey skips enforcement).
+        "cgroupsPerQOS": False, "enforceNodeAllocatable": ["none"], "makeIPTablesUtilChains": False,
         "containerRuntimeEndpoint": f"unix://{folder / 'cri.sock'}",
         "address": address, "port": port, "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1", "healthzPort": healthz_port,
@@ -152,6 +156,12 @@ def prepare(folder: Path, node: str, kubeconfig: Path, pki: Path, binaries: Path
     """Write the kubelet's folder and return how to launch it: ``{"cri": argv, "kubelet": argv, "cwd": ...}``."""
     check_private_namespace()
     address = node_address()
+    root_dir = folder / "var-lib" / "kubelet"
+    # The kubelet binds unix sockets such as <root-dir>/pods-api/<9 digits>; sun_path holds 107 bytes.
+    if len(str(root_dir)) > SOCKET_ROOT_MAX:
+        raise KubeletNodeError(f"{root_dir}: a kubelet root folder longer than {SOCKET_ROOT_MAX} characters cannot "
+                               "hold the kubelet's unix sockets (107 bytes a path); start the control plane in a "
+                               "shorter folder")
     folder.mkdir(parents=True, exist_ok=True)
     for sub in ("var-log", "var-lib/kubelet/device-plugins", "sysctl"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
@@ -169,7 +179,7 @@ def prepare(folder: Path, node: str, kubeconfig: Path, pki: Path, binaries: Path
     # /var/lib/kubelet (device plugins), and a process outside (the topology agent's tests) finds the
     # kubelet's state files where the kubelet's command line says.
     kubelet = [str(binaries / "kubelet"), f"--config={config}", f"--config-dir={config_dir}",
-               f"--root-dir={folder / 'var-lib' / 'kubelet'}",
+               f"--root-dir={root_dir}",
                f"--kubeconfig={kubeconfig}", f"--hostname-override={node}", f"--node-ip={address}", "-v=2"]
     if labels:
         kubelet.append(f"--node-labels={labels}")
@@ -180,7 +190,7 @@ def prepare(folder: Path, node: str, kubeconfig: Path, pki: Path, binaries: Path
     namespace = ["unshare", "--mount", "--propagation", "private", "sh", "-c", _namespace_script(folder, numa_tree),
                  "kubelet-namespace", str(binaries / "fakenode"), *kubelet]
     return {"cri": [str(binaries / "fakenode"), "cri", str(folder / "cri.sock")], "kubelet": namespace,
-            "env": {"FAKENODE_DEVICES": " ".join(devices)},
+            "env": {"FAKENODE_DEVICES": " ".join(devices)}, "folder": str(folder),
             "address": address, "config": str(config), "configDir": str(config_dir)}
 
 

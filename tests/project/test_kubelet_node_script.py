@@ -33,7 +33,7 @@ def test_the_fake_numa_tree_gives_every_cpu_one_node(kubelet_node, tmp_path: Pat
 def test_the_base_configuration_leaves_the_host_alone_and_admits_only_the_control_planes_clients(kubelet_node, tmp_path):
     config = kubelet_node.base_configuration(tmp_path, tmp_path / "pki", "192.0.2.2", 10250, 10248)
     # No kubepods cgroups, no iptables chains, no node-allocatable enforcement on the host's cgroups.
-    assert (config["cgroupsPerQOS"], config["enforceNodeAllocatable"], config["makeIPTablesUtilChains"]) == (False, [], False)
+    assert (config["cgroupsPerQOS"], config["enforceNodeAllocatable"], config["makeIPTablesUtilChains"]) == (False, ["none"], False)
     assert config["authentication"]["anonymous"]["enabled"] is False
     assert config["authentication"]["x509"]["clientCAFile"] == str(tmp_path / "pki" / "client-ca.crt")
     assert config["readOnlyPort"] == 0 and config["healthzBindAddress"] == "127.0.0.1"
