@@ -86,7 +86,7 @@ def test_render_without_stack_renders_every_stack_file_beside_pulumi_yaml(tmp_pa
 def test_check_runs_the_pack_over_the_stack(project):
     outcome = run_cli("check", "--project", str(project), "--stack", "seed-rdma")
     assert outcome.code == 0, outcome.describe()
-    assert outcome.out.startswith("stack seed-rdma: 16 resources checked against ")
+    assert outcome.out.startswith("stack seed-rdma: 17 resources checked against ")
 
 
 def test_lint_judges_workloads_against_the_stacks_pools(project):
