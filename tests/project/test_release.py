@@ -12,8 +12,8 @@ makes one the documented way (``python scripts/release.py``, docs/development.md
 
 No package index is asked: every install is ``--no-deps --no-index``, the build uses the dev extra's setuptools,
 and the fresh virtualenvs see the test's own site-packages for the dependencies through a ``.pth`` path line
-(a plain path, so the editable install of this checkout inside it is not activated; tests/project/test_package.py
-does the same). ``--ignore-installed`` keeps pip from touching that site-packages.
+(a plain path to links to everything in it but gpu-fabric's own entries, so pip neither sees nor touches the
+editable install of this checkout).
 """
 
 from __future__ import annotations
@@ -36,8 +36,7 @@ VERSION = gpu_fabric.__version__
 TAG = f"v{VERSION}"
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
-OFFLINE_PIP = {"PIP_NO_DEPS": "1", "PIP_NO_INDEX": "1", "PIP_IGNORE_INSTALLED": "1",
-               "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+OFFLINE_PIP = {"PIP_NO_DEPS": "1", "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                # pip reads PIP_NO_BUILD_ISOLATION inverted (a false value turns isolation off: pip's docs,
                # "Configuration", and pypa/pip#5735), so "0" means --no-build-isolation.
                "PIP_NO_BUILD_ISOLATION": "0"}
@@ -64,12 +63,23 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def fresh_venv(folder: Path) -> Path:
-    """A virtualenv without gpu-fabric whose dependencies (and pip, setuptools) come from the test's environment."""
+    """A virtualenv without gpu-fabric whose dependencies (and pip, setuptools) come from the test's environment.
+
+    The test's site-packages is seen through a folder of links to everything in it but gpu-fabric's own
+    entries (its dist-info and the editable install's hook): pip then finds pulumi-policy and the rest
+    installed, as on a runner that installed them, and gpu-fabric not, so it installs it into this venv and
+    never touches the test's environment.
+    """
     venv.EnvBuilder(with_pip=False).create(folder)
     python = folder / "bin" / "python"
     purelib = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                         cwd=folder).stdout.strip())
-    (purelib / "_gpu_fabric_test_dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    dependencies = folder / "test-dependencies"
+    dependencies.mkdir()
+    for entry in Path(sysconfig.get_path("purelib")).iterdir():
+        if not entry.name.lower().startswith(("gpu_fabric", "__editable__", "_gpu_fabric")) and entry.suffix != ".pth":
+            (dependencies / entry.name).symlink_to(entry)
+    (purelib / "_gpu_fabric_test_dependencies.pth").write_text(f"{dependencies}\n")
     return folder
 
 
