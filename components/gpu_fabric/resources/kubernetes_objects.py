@@ -56,7 +56,8 @@ def register_namespace(resource_name: str, namespace: str, parent: pulumi.Resour
     """
     return k8s.core.v1.NamespacePatch(
         resource_name, metadata={"name": namespace},
-        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True))
+        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True,
+                                    replace_on_changes=list(OBJECT_IDENTITY_REPLACE_ON_CHANGES)))
 
 
 def namespace_dependency(
