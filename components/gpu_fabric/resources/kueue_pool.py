@@ -74,7 +74,7 @@ class KueuePool(pulumi.ComponentResource):
                     f"{name}-cluster-queue", manifest, child_options(self, [registered["ResourceFlavor"]]))
             else:
                 namespace = manifest["metadata"]["namespace"]
-                upstream = [registered["ClusterQueue"]] if "ClusterQueue" in registered else []
+                upstream: list[pulumi.Resource] = [registered["ClusterQueue"]] if "ClusterQueue" in registered else []
                 upstream += namespace_dependency(manifest, namespace_resources)
                 # Under GPUStack the operator creates the same queue: adopt it, never fight it.
                 local_queues[namespace] = register_manifest(
