@@ -9,6 +9,7 @@ namespace with ``namespaces "..." not found``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -57,7 +58,7 @@ def test_up_creates_absent_namespaces_first_and_destroy_keeps_every_namespace(wo
     assert preview.returncode == 0, output_of(preview)
     up = workspace.pulumi("up", "--stack", STACK, "--yes", "--skip-preview", *policy)
     assert up.returncode == 0, output_of(up)
-    assert "not found" not in up.stdout + up.stderr, output_of(up)
+    assert re.search(r'namespaces? "[^"]+" not found', up.stdout + up.stderr) is None, output_of(up)
     absent = [_name(o) for o in objects if cluster.get(o) is None]
     assert absent == [], output_of(up)
     adopted = _namespace(cluster, PRE_EXISTING)
