@@ -25,7 +25,7 @@ from support.stack_configs import PROJECT_DIR
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
            "PATH": "/usr/bin:/bin:/usr/local/bin"}
-SEED_RESOURCES, EFA_RESOURCES = 16, 26
+SEED_RESOURCES, EFA_RESOURCES = 17, 27  # each with one tenant Namespace (docs/stacks.md#tenant-namespaces)
 
 
 def git(repo: Path, *args: str) -> str:

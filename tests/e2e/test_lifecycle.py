@@ -34,7 +34,8 @@ def test_up_no_drift_verify_destroy(workspace: PulumiWorkspace, cluster, tmp_pat
     done = gpu_fabric("render", "--stack", STACK, "--out", str(out), "--quiet")
     assert done.returncode == 0, output_of(done)
     objects = rendered_objects(out)
-    # The tenant namespace is the platform's, not the stack's (the walkthrough creates it by hand).
+    # The walkthrough creates the tenant namespace by hand: the stack adopts it (docs/stacks.md#tenant-namespaces;
+    # tests/e2e/test_tenant_namespaces.py runs the same stack with its namespaces absent).
     for namespace in _stack_config(workspace)["gpu-fabric:namespaces"]:
         cluster.ensure_namespace(namespace)
 

@@ -31,6 +31,12 @@ def test_every_object_passes_server_side_dry_run_unpruned(stack, cluster, tmp_pa
     problems = []
     for obj in objects:
         ref = f"{obj['kind']} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+        if obj["kind"] == "Namespace":
+            # A tenant namespace (a server-side apply the stack adopts, docs/stacks.md#tenant-namespaces) was
+            # made above for the objects inside it: a dry-run create of it would only say AlreadyExists.
+            if cluster.get(obj) is None:
+                problems.append(f"{ref}: not created")
+            continue
         try:
             stored = cluster.dry_run_create(obj)
         except Exception as refused:  # the server's refusal, with its message

@@ -86,7 +86,7 @@ def test_render_without_stack_renders_every_stack_file_beside_pulumi_yaml(tmp_pa
 def test_check_runs_the_pack_over_the_stack(project):
     outcome = run_cli("check", "--project", str(project), "--stack", "seed-rdma")
     assert outcome.code == 0, outcome.describe()
-    assert outcome.out.startswith("stack seed-rdma: 16 resources checked against ")
+    assert outcome.out.startswith("stack seed-rdma: 17 resources checked against ")
 
 
 def test_lint_judges_workloads_against_the_stacks_pools(project):
@@ -114,7 +114,7 @@ def test_diff_reads_the_base_in_the_same_layout(project):
     outcome = run_cli("diff", "--base", "main", "--stack", "seed-rdma", "--project", str(project))
     assert outcome.code == 0, outcome.describe()
     summary = json.loads(outcome.out)["changeSummary"]
-    assert summary == {"create": 0, "update": 0, "replace": 0, "delete": 0, "same": 16}
+    assert summary == {"create": 0, "update": 0, "replace": 0, "delete": 0, "same": 17}
 
 
 def _stacks_layout_without_keys(folder: Path, *, program_beside: bool) -> Path:

@@ -25,6 +25,9 @@ CI = PROJECT_DIR / "examples" / "ci"
 SCRIPT = CI / "gpu_fabric_pr.py"
 OFFLINE = CI / "gpu-fabric-diff.yml"
 PREVIEW = CI / "gpu-fabric-preview.yml"
+UP = CI / "gpu-fabric-up.yml"
+PULUMI_ACTION = "pulumi/actions@v7"
+"""pulumi/actions' current major (v7.0.0, 2026-05-01), with the ``policyPacks``/``policyPackConfigs`` inputs."""
 OWN = PROJECT_DIR / ".github" / "workflows" / "gpu-fabric-diff.yml"
 PACKAGE = PROJECT_DIR / ".github" / "workflows" / "package.yml"
 PREVIEW_FIXTURE = PROJECT_DIR / "tests" / "fixtures" / "preview" / "aws-efa-capacity-change.json"
@@ -47,7 +50,7 @@ def posting_script(document: dict) -> str:
     return next(s for s in steps(document) if s.get("uses", "").startswith("actions/github-script@"))["with"]["script"]
 
 
-@pytest.mark.parametrize("path", [OFFLINE, PREVIEW, OWN, PACKAGE], ids=lambda p: p.name + ("(own)" if ".github" in str(p) else ""))
+@pytest.mark.parametrize("path", [OFFLINE, PREVIEW, UP, OWN, PACKAGE], ids=lambda p: p.name + ("(own)" if ".github" in str(p) else ""))
 def test_workflow_files_match_githubs_schema(path):
     checker = Path(sys.executable).with_name("check-jsonschema")
     run = subprocess.run([str(checker), "--builtin-schema", "vendor.github-workflows", str(path)],
@@ -79,7 +82,7 @@ def test_credentials_workflow_previews_with_the_policy_pack_and_shares_the_posti
     assert "head.repo.full_name == github.repository" in job["if"]
     assert "secrets.PULUMI_ACCESS_TOKEN" in job["env"]["PULUMI_ACCESS_TOKEN"]
     uses = [s.get("uses", "") for s in steps(document)]
-    assert any(u.startswith("pulumi/actions@") for u in uses)
+    assert PULUMI_ACTION in uses
     assert any(u.startswith("aws-actions/configure-aws-credentials@") for u in uses)
     runs = " ".join(s.get("run", "") for s in steps(document))
     assert '"$GPU_FABRIC_PR_SCRIPT" preview' in runs and "--policy-pack" in runs
@@ -90,10 +93,29 @@ def test_the_project_uses_the_offline_workflow_on_itself():
     own, example = OWN.read_text().splitlines(), OFFLINE.read_text().splitlines()
     differing = [(a, b) for a, b in zip(example, own) if a != b]
     assert len(own) == len(example)
-    assert differing == [(f"  GPU_FABRIC_INSTALL: gpu-fabric=={gpu_fabric.__version__}", "  GPU_FABRIC_INSTALL: -e ."),
+    assert differing == [('  GPU_FABRIC_INSTALL: ""', "  GPU_FABRIC_INSTALL: ."),
                          ("  GPU_FABRIC_PR_SCRIPT: .github/scripts/gpu_fabric_pr.py",
                           "  GPU_FABRIC_PR_SCRIPT: examples/ci/gpu_fabric_pr.py")]
     assert (PROJECT_DIR / "examples" / "ci" / "gpu_fabric_pr.py").is_file()
+
+
+def test_up_workflow_applies_each_changed_stack_with_the_pack_through_the_actions_inputs():
+    document = workflow(UP)
+    assert document["on"] == {"push": {"branches": ["main"]}}
+    assert document["permissions"] == {"contents": "read", "id-token": "write"}
+    changed = next(s for s in document["jobs"]["stacks"]["steps"] if s.get("id") == "changed")
+    assert '"$GPU_FABRIC_PR_SCRIPT" changed-stacks' in changed["run"] and "$GITHUB_OUTPUT" in changed["run"]
+    up = document["jobs"]["up"]
+    assert up["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
+    action = next(s for s in up["steps"] if s.get("uses") == PULUMI_ACTION)
+    assert action["with"]["command"] == "up" and action["with"]["stack-name"] == "${{ matrix.stack }}"
+    assert action["with"]["policyPacks"].strip() == "${{ env.PULUMI_PROJECT }}/policy"
+
+
+def test_no_example_pins_an_older_pulumi_action():
+    for path in (OFFLINE, PREVIEW, UP):
+        pinned = re.findall(r"pulumi/actions@(\S+)", path.read_text())
+        assert all(f"pulumi/actions@{p}" == PULUMI_ACTION for p in pinned), (path.name, pinned)
 
 
 def git(repo: Path, *args: str) -> None:

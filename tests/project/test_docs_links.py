@@ -18,7 +18,10 @@ from urllib.parse import unquote
 import pytest
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-DOCUMENTS = [PROJECT_DIR / "README.md", *sorted((PROJECT_DIR / "docs").glob("*.md"))]
+DOCUMENTS = [PROJECT_DIR / "README.md", *sorted((PROJECT_DIR / "docs").glob("*.md")),
+             # Every other Markdown file the repository ships (issue 38: dead anchors in every shipped file).
+             *sorted(path for pattern in ("*.md", "examples/**/*.md", "tests/**/*.md", "components/**/*.md")
+                     for path in PROJECT_DIR.glob(pattern) if path.name != "README.md" or path.parent != PROJECT_DIR)]
 
 FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")

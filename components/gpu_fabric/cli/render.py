@@ -172,9 +172,16 @@ def summary(result, out: Path) -> str:
     lines = [f"stack {result.stack}: {len(result.resources)} resources, {len(result.kubernetes_objects())} Kubernetes objects"]
     for kind, count in result.kinds().items():
         lines.append(f"  {kind:<22} {count}")
-    patches = sum(1 for r in result.resources if r.is_kubernetes_object and r.is_patch)
+    # Tenant namespaces are patches too (created or adopted, never deleted: docs/stacks.md#tenant-namespaces),
+    # but not objects the GPUStack operator shares with the stack, so they get their own line.
+    namespaces = [r.inputs["metadata"]["name"] for r in result.resources
+                  if r.is_kubernetes_object and r.inputs["kind"] == "Namespace"]
+    patches = sum(1 for r in result.resources if r.is_kubernetes_object and r.is_patch and r.inputs["kind"] != "Namespace")
     if patches:
         lines.append(f"  ({patches} adopted with server-side apply: the GPUStack operator owns them too)")
+    if namespaces:
+        lines.append(f"namespaces: {', '.join(namespaces)}: created when absent, adopted when present, "
+                     "kept on destroy (retain_on_delete)")
     owner = next((r.inputs.get("queueOwner") for r in result.resources if r.type == "gpu-fabric:index:GpuFabric"), None)
     if owner == "gpustack":
         lines.append("queues: owned by the GPUStack operator; Kueue does not meter fabric keys "

@@ -50,7 +50,8 @@ class FabricConfig(SpecModel):
     the stack's objects are held to (docs/gpustack-api-version.md). An unknown version is refused
     when the configuration is loaded."""
     namespaces: list[Annotated[str, AfterValidator(check_namespace)]] = Field(min_length=1, max_length=MAX_NAMESPACES)
-    """Tenant namespaces; each gets a LocalQueue per pool."""
+    """Tenant namespaces; each gets a LocalQueue per pool. The stack creates each one that is absent, adopts each one
+    that exists and never deletes one (docs/stacks.md#tenant-namespaces)."""
     pools: list[PoolSpec] = Field(min_length=1, max_length=MAX_POOLS)
     """Node pools, one per GPUStack InstanceType / Kueue ClusterQueue (at most 256)."""
     kv_cache_backends: list[KVCacheBackendSpec] = Field(default_factory=list)

@@ -125,6 +125,10 @@ class RenderedResource:
     """Input paths declared with ``ResourceOptions.replace_on_changes``."""
     ignore_changes: tuple[str, ...] = ()
     """Input paths declared with ``ResourceOptions.ignore_changes``."""
+    depends_on: tuple[str, ...] = ()
+    """URNs of every resource it waits for (``depends_on`` and input references), as the engine records them."""
+    retain_on_delete: bool = False
+    """Declared with ``ResourceOptions.retain_on_delete``: the engine never deletes it."""
     computed: dict[str, Any] = field(default_factory=dict)
     """What the provider computes (``id`` and outputs that are not inputs), as the offline mocks answer."""
     provider: str = ""
@@ -563,6 +567,8 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
             type_, name, request.parent, custom, _plain(inputs), urn, dict(sorted(dependencies.items())),
             replace_on_changes=tuple(request.replaceOnChanges),
             ignore_changes=tuple(request.ignoreChanges),
+            depends_on=tuple(sorted(set(request.dependencies))),
+            retain_on_delete=bool(request.retainOnDelete),
             computed=_computed(inputs, *registrations.get(f"{type_}::{name}::state", (None, {}))),
             provider=request.provider.rsplit("::", 1)[0] if request.provider else "",  # a reference is "<urn>::<id>"
             aliases=_alias_urns(request, stack, project),

@@ -23,7 +23,8 @@ from gpu_fabric.resources.device_plugins import (
 )
 from gpu_fabric.resources.inputs import ANY, DeferredInputs
 from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent, KubeletTopologyAgentArgs
-from gpu_fabric.resources.kubernetes_objects import child_options, qualified_name, register_manifest
+from gpu_fabric.resources.kubernetes_objects import (
+    child_options, namespace_dependency, qualified_name, register_manifest, register_namespace)
 from gpu_fabric.resources.kueue_pool import KueuePool
 from gpu_fabric.resources.kv_cache import KVCache
 from gpu_fabric.resources.model_deployment import ModelDeployment
@@ -148,7 +149,7 @@ class GpuFabricArgs(TypedDict, total=False):
     """The GPUStack operator release the cluster runs (``0.10.0`` by default, ``0.9.2``, ``0.11.2``, any patch
     of those lines, or ``main@5cfac77b``): it decides the schema and admission rules (docs/gpustack-api-version.md)."""
     namespaces: Required[Sequence[str]]
-    """Tenant namespaces."""
+    """Tenant namespaces: created when absent, adopted when present, never deleted; every object in one waits for it."""
     pools: Required[Sequence[PoolArgs]]
     """Pools (ClusterQueues / InstanceTypes) and their nodes."""
     kv_cache_backends: Sequence[KVCacheBackendArgs]
@@ -235,6 +236,13 @@ class GpuFabric(pulumi.ComponentResource):
         super().__init__("gpu-fabric:index:GpuFabric", name, registered_inputs, opts)
         self.config: FabricConfig = config
         """The validated configuration this fabric was built from."""
+        # The stack owns the tenant namespaces it declares (docs/stacks.md#tenant-namespaces): created when
+        # absent, adopted when present, never deleted; every object in one waits for it.
+        self.tenant_namespaces: dict[str, pulumi.CustomResource] = {
+            namespace: register_namespace(f"{name}-namespace-{namespace}", namespace, self)
+            for namespace in config.namespaces
+        }
+        """Tenant namespace -> its ``NamespacePatch`` (``retain_on_delete``)."""
 
         self.efa_domains: dict[str, EfaDomain] = self._efa_domains(name, config, inputs.restore)
         """Pool name -> the EfaDomain whose security group its node group shares (EFA domains of 2+ node groups)."""
@@ -292,7 +300,7 @@ class GpuFabric(pulumi.ComponentResource):
                 "pool": cast(PoolArgs, inputs.restore(pool.model_dump(exclude_none=True))),
                 "namespaces": list(config.namespaces),
                 "queue_owner": config.queue_owner,
-            }, child_options(self))
+            }, child_options(self), namespace_resources=self.tenant_namespaces)
             for pool in config.pools
         }
         """Pool name -> its Kueue objects."""
@@ -300,7 +308,8 @@ class GpuFabric(pulumi.ComponentResource):
             (manifest["metadata"]["namespace"], manifest["metadata"]["name"]): register_manifest(
                 f"{name}-{manifest['metadata']['namespace']}-{manifest['metadata']['name']}", manifest,
                 # A ResourceClaimTemplate's spec is immutable (k8s.io/api resource/v1): a change replaces it.
-                pulumi.ResourceOptions(parent=self, replace_on_changes=["spec"]))
+                pulumi.ResourceOptions(parent=self, replace_on_changes=["spec"],
+                                       depends_on=namespace_dependency(manifest, self.tenant_namespaces)))
             for manifest in dra_manifests(config)
         }
         """``(namespace, name)`` -> the ResourceClaimTemplate of a ``deviceAllocation: dra`` pool."""
@@ -325,7 +334,7 @@ class GpuFabric(pulumi.ComponentResource):
                     "gpustack_operator": config.gpustack_operator,
                     "cache_objects": cache_objects,
                     "manufacturers": manufacturers,
-                }, child_options(self, [*queues.values(), *caches]))
+                }, child_options(self, [*queues.values(), *caches]), namespace_resources=self.tenant_namespaces)
 
         self.local_queues = _by_pool(config, {p: pool.local_queue_names for p, pool in self.kueue_pools.items()})
         self.cluster_queues = _by_pool(config, {p: pool.cluster_queue_name for p, pool in self.kueue_pools.items()})
@@ -376,7 +385,7 @@ class GpuFabric(pulumi.ComponentResource):
             "bindings": dump(config.kv_cache_pool_bindings),
             "api_version": config.gpustack_api_version,
             "gpustack_operator": config.gpustack_operator,
-        }, child_options(self))
+        }, child_options(self), namespace_resources=self.tenant_namespaces)
 
 
 def _by_pool(config: FabricConfig, outputs: Mapping[str, pulumi.Output[Any]]) -> pulumi.Output[Any]:

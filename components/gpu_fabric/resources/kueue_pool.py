@@ -9,7 +9,7 @@ from gpu_fabric.kube.kueue import pool_kueue_manifests
 from gpu_fabric.resources.args import PoolArgs, Required
 from gpu_fabric.resources.aws_deferrable import AWS_NODES_DEFERRABLE
 from gpu_fabric.resources.inputs import DeferredInputs, InvalidInputError
-from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, register_manifest
+from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, namespace_dependency, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.config.base import ConfigError, Problem
 from gpu_fabric.config.pool import PoolSpec, check_namespace
@@ -48,7 +48,14 @@ class KueuePool(pulumi.ComponentResource):
     local_queue_names: pulumi.Output[dict[str, str]]
     """Entrance LocalQueue name per tenant namespace, read from the LocalQueue resources."""
 
-    def __init__(self, name: str, args: KueuePoolArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, name: str, args: KueuePoolArgs, opts: Optional[pulumi.ResourceOptions] = None, *,
+                 namespace_resources: Optional[Mapping[str, pulumi.Resource]] = None) -> None:
+        """Register the pool's Kueue objects.
+
+        Args:
+        namespace_resources: Namespace name -> the resource registering it (``GpuFabric`` passes its tenant
+            namespaces): each namespaced child depends on its own, so it is created after its namespace.
+        """
         inputs = DeferredInputs("KueuePool", args, KueuePoolArgs, DEFERRABLE, PLAIN_REASONS)
         pool, namespaces, owner = inputs.validate(validate_kueue_pool_args, default_path="pool")
         # The pool facts ride on the component's inputs so policies can see what the nodes offer.
@@ -67,7 +74,8 @@ class KueuePool(pulumi.ComponentResource):
                     f"{name}-cluster-queue", manifest, child_options(self, [registered["ResourceFlavor"]]))
             else:
                 namespace = manifest["metadata"]["namespace"]
-                upstream = [registered["ClusterQueue"]] if "ClusterQueue" in registered else None
+                upstream: list[pulumi.Resource] = [registered["ClusterQueue"]] if "ClusterQueue" in registered else []
+                upstream += namespace_dependency(manifest, namespace_resources)
                 # Under GPUStack the operator creates the same queue: adopt it, never fight it.
                 local_queues[namespace] = register_manifest(
                     f"{name}-lq-{namespace}", manifest, child_options(self, upstream), patch=owner == "gpustack")

@@ -10,7 +10,8 @@ from gpu_fabric.config.constants import DEFAULT_API_VERSION
 from gpu_fabric.resources.args import KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
 from gpu_fabric.resources.model_deployment import operator_profile
-from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, qualified_name, register_manifest
+from gpu_fabric.resources.kubernetes_objects import (
+    child_options, metadata_name, namespace_dependency, qualified_name, register_manifest)
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.config.base import ConfigError, Problem, SpecModel
 from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec
@@ -75,7 +76,14 @@ class KVCache(pulumi.ComponentResource):
     binding_names: pulumi.Output[list[str]]
     """``namespace/name`` of the KVCachePoolBindings, from the registered objects."""
 
-    def __init__(self, name: str, args: KVCacheArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, name: str, args: KVCacheArgs, opts: Optional[pulumi.ResourceOptions] = None, *,
+                 namespace_resources: Optional[Mapping[str, pulumi.Resource]] = None) -> None:
+        """Register the backends, pools and bindings.
+
+        Args:
+        namespace_resources: Namespace name -> the resource registering it (``GpuFabric`` passes its tenant
+            namespaces): each namespaced child depends on its own, so it is created after its namespace.
+        """
         inputs = DeferredInputs("KVCache", args, KVCacheArgs, DEFERRABLE, PLAIN_REASONS)
         objects = inputs.validate(KVCacheObjects)
         inputs.check_on_resolve(KVCacheObjects)
@@ -84,7 +92,8 @@ class KVCache(pulumi.ComponentResource):
         super().__init__("gpu-fabric:index:KVCache", name, registered_inputs, opts)
 
         self.backends: dict[str, pulumi.CustomResource] = {
-            m["metadata"]["name"]: register_manifest(f"{name}-backend-{m['metadata']['name']}", inputs.restore(m), child_options(self))
+            m["metadata"]["name"]: register_manifest(f"{name}-backend-{m['metadata']['name']}", inputs.restore(m),
+                                                     child_options(self, namespace_dependency(m, namespace_resources)))
             for m in objects.backends
         }
         """Backend name -> the KVCacheBackend resource."""
@@ -93,14 +102,16 @@ class KVCache(pulumi.ComponentResource):
         for manifest in objects.pools:
             backend = self.backends.get(manifest["spec"]["backends"][0])
             self.pools[manifest["metadata"]["name"]] = register_manifest(
-                f"{name}-pool-{manifest['metadata']['name']}", manifest, child_options(self, [backend] if backend else None))
+                f"{name}-pool-{manifest['metadata']['name']}", manifest,
+                child_options(self, [*([backend] if backend else []), *namespace_dependency(manifest, namespace_resources)]))
         self.bindings: dict[tuple[str, str], pulumi.CustomResource] = {}
         """``(namespace, name)`` -> the KVCachePoolBinding resource (it waits for its pool)."""
         for manifest in objects.bindings:
             meta = manifest["metadata"]
             pool = self.pools.get(manifest["spec"]["poolRef"]["name"])
             self.bindings[(meta["namespace"], meta["name"])] = register_manifest(
-                f"{name}-binding-{meta['namespace']}-{meta['name']}", manifest, child_options(self, [pool] if pool else None))
+                f"{name}-binding-{meta['namespace']}-{meta['name']}", manifest,
+                child_options(self, [*([pool] if pool else []), *namespace_dependency(manifest, namespace_resources)]))
 
         self._binding_pool = {(m["metadata"]["namespace"], m["metadata"]["name"]): m["spec"]["poolRef"]["name"]
                               for m in objects.bindings}

@@ -10,7 +10,7 @@ from gpu_fabric.config.constants import DEFAULT_API_VERSION
 from gpu_fabric.findings import FieldPath
 from gpu_fabric.resources.args import DeploymentArgs, Required
 from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
-from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, register_manifest
+from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, namespace_dependency, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.serving import ModelDeploymentSpec
@@ -85,7 +85,14 @@ class ModelDeployment(pulumi.ComponentResource):
     resource_grants: pulumi.Output[dict[str, dict[str, int]]]
     """Device resources each role's engine container receives, by role name."""
 
-    def __init__(self, name: str, args: ModelDeploymentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, name: str, args: ModelDeploymentArgs, opts: Optional[pulumi.ResourceOptions] = None, *,
+                 namespace_resources: Optional[Mapping[str, pulumi.Resource]] = None) -> None:
+        """Admit the deployment offline, then register it.
+
+        Args:
+        namespace_resources: Namespace name -> the resource registering it (``GpuFabric`` passes its tenant
+            namespaces): each namespaced child depends on its own, so it is created after its namespace.
+        """
         inputs = DeferredInputs("ModelDeployment", args, ModelDeploymentArgs, DEFERRABLE, PLAIN_REASONS)
         deployment, manifest, report = inputs.validate(admit_model_deployment, default_path="deployment")
         inputs.check_on_resolve(admit_model_deployment)
@@ -93,7 +100,8 @@ class ModelDeployment(pulumi.ComponentResource):
         registered_inputs = {"gpustackOperator": operator_profile(inputs.values, "ModelDeployment").as_written}
         super().__init__("gpu-fabric:index:ModelDeployment", name, registered_inputs, opts)
 
-        resource = register_manifest(f"{name}-deployment", inputs.restore(manifest), child_options(self))
+        resource = register_manifest(f"{name}-deployment", inputs.restore(manifest),
+                                     child_options(self, namespace_dependency(manifest, namespace_resources)))
         self.deployment = resource
         """The registered ModelDeployment object."""
         grants = {
