@@ -25,14 +25,19 @@ def main(argv: list[str] | None = None) -> int:
     from gpu_fabric.config.reference_doc import reference_markdown
 
     text = reference_markdown()
-    if args.check:
-        current = DOC.read_text(encoding="utf-8") if DOC.is_file() else ""
-        if current != text:
-            print(f"{DOC} is stale: run python scripts/generate_configuration_docs.py", file=sys.stderr)
-            return 1
-        print(f"{DOC} is up to date")
-        return 0
-    DOC.write_text(text, encoding="utf-8")
+    try:
+        if args.check:
+            current = DOC.read_text(encoding="utf-8") if DOC.is_file() else ""
+            if current != text:
+                print(f"{DOC} is stale: run python scripts/generate_configuration_docs.py", file=sys.stderr)
+                return 1
+            print(f"{DOC} is up to date")
+            return 0
+        DOC.write_text(text, encoding="utf-8")
+    except OSError as error:  # a folder, a read-only file or a full disk where the reference goes: one line
+        print(f"generate_configuration_docs: cannot {'read' if args.check else 'write'} {DOC}: "
+              f"{error.strerror or error}", file=sys.stderr)
+        return 2
     print(f"wrote {DOC} ({len(text.splitlines())} lines)")
     return 0
 

@@ -55,3 +55,4 @@ def test_bad_device_layouts_are_refused_before_anything_starts(kubelet_node, tmp
     monkeypatch.setattr(kubelet_node, "node_address", lambda: "192.0.2.2")
     with pytest.raises(kubelet_node.KubeletNodeError, match="RESOURCE=COUNT/NUMA_NODES"):
         kubelet_node.prepare(tmp_path / "k", "n", tmp_path / "kc", tmp_path / "pki", tmp_path, ["nvidia.com/gpu 8"])
+
