@@ -154,6 +154,10 @@ def _namespace_script(folder: Path, numa_tree: Path) -> str:
 def prepare(folder: Path, node: str, kubeconfig: Path, pki: Path, binaries: Path,
             devices: Iterable[str], labels: Optional[str] = None, config_dir: Optional[Path] = None) -> dict:
     """Write the kubelet's folder and return how to launch it: ``{"cri": argv, "kubelet": argv, "cwd": ...}``."""
+    devices = list(devices)
+    for spec in devices:
+        if not spec or any(c.isspace() for c in spec) or "=" not in spec:
+            raise KubeletNodeError(f"--devices {spec!r}: want RESOURCE=COUNT/NUMA_NODES, e.g. nvidia.com/gpu=8/2")
     check_private_namespace()
     address = node_address()
     root_dir = folder / "var-lib" / "kubelet"
@@ -183,10 +187,6 @@ def prepare(folder: Path, node: str, kubeconfig: Path, pki: Path, binaries: Path
                f"--kubeconfig={kubeconfig}", f"--hostname-override={node}", f"--node-ip={address}", "-v=2"]
     if labels:
         kubelet.append(f"--node-labels={labels}")
-    devices = list(devices)
-    for spec in devices:
-        if not spec or any(c.isspace() for c in spec) or "=" not in spec:
-            raise KubeletNodeError(f"--devices {spec!r}: want RESOURCE=COUNT/NUMA_NODES, e.g. nvidia.com/gpu=8/2")
     namespace = ["unshare", "--mount", "--propagation", "private", "sh", "-c", _namespace_script(folder, numa_tree),
                  "kubelet-namespace", str(binaries / "fakenode"), *kubelet]
     return {"cri": [str(binaries / "fakenode"), "cri", str(folder / "cri.sock")], "kubelet": namespace,

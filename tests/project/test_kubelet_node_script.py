@@ -56,3 +56,12 @@ def test_bad_device_layouts_are_refused_before_anything_starts(kubelet_node, tmp
     with pytest.raises(kubelet_node.KubeletNodeError, match="RESOURCE=COUNT/NUMA_NODES"):
         kubelet_node.prepare(tmp_path / "k", "n", tmp_path / "kc", tmp_path / "pki", tmp_path, ["nvidia.com/gpu 8"])
 
+
+
+def test_a_root_folder_too_long_for_the_kubelets_sockets_is_refused(kubelet_node, tmp_path, monkeypatch):
+    monkeypatch.setattr(kubelet_node, "check_private_namespace", lambda: None)
+    monkeypatch.setattr(kubelet_node, "node_address", lambda: "192.0.2.2")
+    deep = tmp_path / ("x" * 90)
+    with pytest.raises(kubelet_node.KubeletNodeError, match="cannot hold the kubelet's unix sockets"):
+        kubelet_node.prepare(deep, "n", tmp_path / "kc", tmp_path / "pki", tmp_path, ["nvidia.com/gpu=8/2"])
+    assert not deep.exists()  # refused before anything is written
