@@ -9,7 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import yaml
 
@@ -146,6 +146,22 @@ def rendered_objects(folder: Path) -> list[dict]:
             if isinstance(document, dict) and document.get("kind"):
                 objects.append(document)
     return objects
+
+
+def render_example_stack(tmp: Path, base: str, name: str, edit: Callable[[dict], None]) -> Path:
+    """``gpu-fabric render`` of ``stacks/Pulumi.<base>.yaml`` with its ``config`` changed by ``edit``, as stack
+    ``name`` of a scratch project under ``tmp``; the output folder (``k8s/``, ``resources.json``)."""
+    project = tmp / f"project-{name}"
+    (project / "stacks").mkdir(parents=True)
+    shutil.copy(ROOT / "Pulumi.yaml", project / "Pulumi.yaml")
+    shutil.copy(ROOT / "stacks" / "__main__.py", project / "stacks" / "__main__.py")
+    stack = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{base}.yaml").read_text())
+    edit(stack["config"])
+    (project / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    out = tmp / f"out-{name}"
+    done = gpu_fabric("render", "--project", str(project), "--stack", name, "--out", str(out), "-q")
+    assert done.returncode == 0, output_of(done)
+    return out
 
 
 def missing_fields(written: Any, stored: Any, path: str = "") -> Iterator[str]:

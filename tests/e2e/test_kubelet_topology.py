@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from e2e.conftest import _unavailable
-from e2e.engine import ROOT, SCRIPTS, ControlPlane, gpu_fabric, output_of, rendered_objects, wait_for
+from e2e.engine import ControlPlane, gpu_fabric, output_of, render_example_stack, rendered_objects, wait_for
 from gpu_fabric.kube.topology_admission import NodeState, NodeTopology
 
 GPU, EFA = "nvidia.com/gpu", "vpc.amazonaws.com/efa"
@@ -84,21 +84,6 @@ def kubelet_plane(engine_bin: Path, tmp_path_factory):
 # ---------------------------------------------------------------------------------- rendered settings
 
 
-def _render(tmp: Path, name: str, edit) -> list[dict]:
-    project = tmp / f"project-{name}"
-    (project / "stacks").mkdir(parents=True)
-    shutil.copy(ROOT / "Pulumi.yaml", project / "Pulumi.yaml")
-    shutil.copy(ROOT / "stacks" / "__main__.py", project / "stacks" / "__main__.py")
-    base = name.split(".")[0]
-    stack = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{base}.yaml").read_text())
-    edit(stack["config"])
-    (project / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
-    out = tmp / f"out-{name}"
-    done = gpu_fabric("render", "--project", str(project), "--stack", name, "--out", str(out), "-q")
-    assert done.returncode == 0, output_of(done)
-    return rendered_objects(out)
-
-
 def agent_settings(tmp: Path, topology: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
     """The drop-in the kubelet topology agent installs for seed-rdma's pool with ``topology``, and the settings
     (``topology.json``) it checks ``/configz`` against: both from the agent's rendered ConfigMap."""
@@ -106,19 +91,17 @@ def agent_settings(tmp: Path, topology: dict[str, Any]) -> tuple[bytes, dict[str
         config["gpu-fabric:pools"][0]["topology"] = topology
 
     label = "_".join(str(v) for v in topology.values()).replace("-", "")
-    for obj in _render(tmp, f"seed-rdma.{label}", edit):
+    for obj in rendered_objects(render_example_stack(tmp, "seed-rdma", f"seed-rdma.{label}", edit)):
         if obj.get("kind") == "ConfigMap" and "50-gpu-fabric-topology.conf" in obj.get("data", {}):
             return obj["data"]["50-gpu-fabric-topology.conf"].encode(), json.loads(obj["data"]["topology.json"])
     raise AssertionError("seed-rdma rendered no kubelet topology agent ConfigMap")
 
 
-def user_data_dropin() -> bytes:
+def user_data_dropin(tmp: Path) -> bytes:
     """What nodeadm makes of the aws-efa stack's node-group user data: its NodeConfig's ``spec.kubelet.config``
     as a KubeletConfiguration drop-in (nodeadm merges it into the kubelet's configuration the same way)."""
-    out = Path(os.environ.get("TMPDIR", "/tmp"))
-    done = gpu_fabric("render", "--stack", "aws-efa", "--out", str(out / "gpu-fabric-e2e-aws-efa"), "-q")
-    assert done.returncode == 0, output_of(done)
-    resources = json.loads((out / "gpu-fabric-e2e-aws-efa" / "resources.json").read_text())
+    out = render_example_stack(tmp, "aws-efa", "aws-efa", lambda config: None)
+    resources = json.loads((out / "resources.json").read_text())
     for text in json.dumps(resources).split('"userData": "')[1:]:
         document = base64.b64decode(text.split('"', 1)[0]).decode()
         if not document.startswith("MIME-Version"):
@@ -272,7 +255,7 @@ def test_verify_reads_the_user_data_settings_back_from_the_real_kubelet(kubelet_
     pools = {pool["name"]: pool for pool in json.loads(probe.stdout)["pools"]}
     pool = pools["gpustack--nvidia-h100-linux-amd64"]
     node = "ip-10-0-7-7.ec2.internal"
-    start_kubelet(cluster, engine_bin, node, user_data_dropin(), tmp_path,
+    start_kubelet(cluster, engine_bin, node, user_data_dropin(tmp_path), tmp_path,
                   labels=",".join(f"{key}={value}" for key, value in pool["selector"].items()))
     try:
         done = gpu_fabric("verify", "--stack", "aws-efa", "--kubeconfig", str(cluster.kubeconfig), "--json")

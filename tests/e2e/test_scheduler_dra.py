@@ -12,15 +12,13 @@ gpu-fabric knows).
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from e2e.dra_nodes import KubeletlessNodes, device_classes, node_object, resource_slices
-from e2e.engine import ROOT, ControlPlane, gpu_fabric, output_of, rendered_objects, wait_for
+from e2e.engine import ControlPlane, gpu_fabric, output_of, render_example_stack, rendered_objects, wait_for
 from gpu_fabric.aws.pcie_topology import pcie_topology
 from gpu_fabric.kube.dra_claims import PCIE_ROOT_ATTRIBUTE
 from gpu_fabric.verify.checks import FAIL, PASS, alignment_checks
@@ -53,17 +51,11 @@ def scheduler_cluster(engine_bin: Path, tmp_path_factory):
 
 def render_stack(tmp: Path, name: str, pool: dict[str, Any]) -> list[dict]:
     """Render the dra-efa example stack with its pool replaced by ``pool``; the rendered objects."""
-    project = tmp / f"project-{name}"
-    (project / "stacks").mkdir(parents=True)
-    shutil.copy(ROOT / "Pulumi.yaml", project / "Pulumi.yaml")
-    shutil.copy(ROOT / "stacks" / "__main__.py", project / "stacks" / "__main__.py")
-    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.dra-efa.yaml").read_text())
-    base = stack["config"]["gpu-fabric:pools"][0]
-    stack["config"]["gpu-fabric:pools"] = [{**base, **pool, "aws": {**base["aws"], **pool.get("aws", {})}}]
-    (project / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
-    done = gpu_fabric("render", "--project", str(project), "--stack", name, "--out", str(tmp / f"out-{name}"), "-q")
-    assert done.returncode == 0, output_of(done)
-    return rendered_objects(tmp / f"out-{name}")
+    def edit(config: dict) -> None:
+        base = config["gpu-fabric:pools"][0]
+        config["gpu-fabric:pools"] = [{**base, **pool, "aws": {**base["aws"], **pool.get("aws", {})}}]
+
+    return rendered_objects(render_example_stack(tmp, "dra-efa", name, edit))
 
 
 def layout_pool(instance_type: str) -> dict[str, Any]:
@@ -266,5 +258,5 @@ def test_verify_reads_the_real_allocations_and_fails_split_and_unpaired_claims(s
     unpaired = verdicts[f"pod {NAMESPACE}/gpu-key"]
     assert unpaired["status"] == FAIL and "claimed without a NIC" in unpaired["detail"], unpaired
     assert not any(subject.startswith(f"pod {HOLDERS}/") for subject in verdicts)
-    print(f"\nverify --stack dra-efa against the real scheduler's allocations: "
+    print("\nverify --stack dra-efa against the real scheduler's allocations: "
           + ", ".join(f"{subject} {row['status']}" for subject, row in sorted(verdicts.items())))
