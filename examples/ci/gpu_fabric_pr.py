@@ -98,6 +98,7 @@ def changed_stacks(project: Path, base: str) -> list[str]:
     files = changed_files(project, base)
     existing = stacks_in(project)
     stack_folder, program_folder = _layout(project)
+    _refuse_stack_files_in_subfolders(project, files, stack_folder)
     prefix = f"{stack_folder}Pulumi."
     touched = {name[len(prefix):-len(".yaml")] for name in files
                if name.startswith(prefix) and name.endswith(".yaml") and "/" not in name[len(prefix):]
@@ -107,6 +108,25 @@ def changed_stacks(project: Path, base: str) -> list[str]:
     if any(fnmatch.fnmatch(name, pattern) for name in files for pattern in patterns):
         return sorted([*existing, *removed])
     return sorted(stack for stack in touched)
+
+
+def _refuse_stack_files_in_subfolders(project: Path, files: list[str], stack_folder: str) -> None:
+    """A changed ``Pulumi.<name>.yaml`` below the stack folder is a stack file no stack of this project reads:
+    Pulumi looks for ``<stackConfigDir>/Pulumi.<stack>.yaml`` only (pulumi/pulumi sdk/go/common/workspace/
+    paths.go, ``DetectProjectStackPath``), never in subfolders. Passing over it would report "no stack
+    changed" for a change that meant to change one, so it is refused -- unless a folder on its way holds a
+    ``Pulumi.yaml``: then it belongs to that project, which has a job of its own."""
+    for name in files:
+        folder, _, file_name = name.rpartition("/")
+        if not (file_name.startswith("Pulumi.") and file_name.endswith(".yaml") and file_name != "Pulumi.yaml"
+                and name.startswith(stack_folder) and folder + "/" != stack_folder and (project / name).is_file()):
+            continue
+        parts = folder.split("/")
+        if any((project / "/".join(parts[:depth]) / "Pulumi.yaml").is_file() for depth in range(1, len(parts) + 1)):
+            continue  # a nested project's own stack file
+        raise CiError(f"{name} is a stack file in a subfolder, and Pulumi reads stack files only from "
+                      f"{stack_folder or './'} (stackConfigDir of {project / 'Pulumi.yaml'}): no stack of this project "
+                      f"uses it; move it there, or give {folder}/ a Pulumi.yaml of its own and run with --project {folder}")
 
 
 def _marker(stack: str) -> str:

@@ -246,3 +246,29 @@ def test_package_workflow_builds_the_wheel_and_runs_the_readmes_render_and_check
     assert "gpu-fabric render && .venv/bin/gpu-fabric check" in readme_first  # the README's first command
     assert 'gpu-fabric" render && "$RUNNER_TEMP/fresh/bin/gpu-fabric" check' in runs[use]
     assert 'cd "$RUNNER_TEMP/project"' in runs[use] and "-e ." not in " ".join(runs)
+
+
+def test_a_stack_file_in_a_subfolder_is_refused_not_no_stack_changed(repo, tmp_path):
+    # Pulumi reads <stackConfigDir>/Pulumi.<stack>.yaml only: a file below it is no stack, and "nothing to comment"
+    # would hide that the change changes nothing it meant to.
+    (repo / "stacks" / "team").mkdir()
+    shutil.copy(repo / "stacks" / "Pulumi.aws-efa.yaml", repo / "stacks" / "team" / "Pulumi.team-efa.yaml")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a stack file in a subfolder")
+    for command in (["changed-stacks"], ["offline", "--out", str(tmp_path / "comments")]):
+        run = run_script(*command, "--base", "main", "--project", str(repo))
+        assert run.returncode == 2 and "no stack changed" not in run.stdout, run.stdout + run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
+        assert "stacks/team/Pulumi.team-efa.yaml is a stack file in a subfolder" in run.stderr
+        assert "only from stacks/" in run.stderr
+
+
+def test_a_stack_file_of_a_nested_project_is_left_to_that_project(repo):
+    nested = repo / "stacks" / "team"
+    nested.mkdir()
+    (nested / "Pulumi.yaml").write_text("name: team\nruntime: python\n")
+    shutil.copy(repo / "stacks" / "Pulumi.aws-efa.yaml", nested / "Pulumi.team-efa.yaml")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a project of its own")
+    run = run_script("changed-stacks", "--base", "main", "--project", str(repo))
+    assert run.returncode == 0 and run.stdout.split() == [], run.stderr

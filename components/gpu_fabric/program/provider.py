@@ -23,10 +23,6 @@ from pulumi.output import Unknown as OutputUnknown
 from gpu_fabric import __version__
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.resources.device_plugins import EfaDevicePlugin, GpuStackDeviceManager
-from gpu_fabric.resources.efa_domain import EfaDomain
-from gpu_fabric.resources.efa_node_group import EfaNodeGroup
-from gpu_fabric.resources.fabric import GpuFabric
-from gpu_fabric.resources.karpenter_pool import KarpenterEfaPool
 from gpu_fabric.resources.kubelet_topology_agent import KubeletTopologyAgent
 from gpu_fabric.resources.kueue_pool import KueuePool
 from gpu_fabric.resources.kv_cache import KVCache
@@ -35,18 +31,43 @@ from gpu_fabric.resources.model_deployment import ModelDeployment
 PACKAGE_NAME = "gpu-fabric"
 """The package name: type tokens are ``gpu-fabric:index:<Component>``."""
 
-COMPONENTS: list[type[pulumi.ComponentResource]] = [
-    GpuFabric, EfaNodeGroup, KueuePool, KVCache, ModelDeployment, EfaDevicePlugin, GpuStackDeviceManager,
-    KubeletTopologyAgent, EfaDomain, KarpenterEfaPool,
+KUBERNETES_COMPONENTS: list[type[pulumi.ComponentResource]] = [
+    KueuePool, KVCache, ModelDeployment, EfaDevicePlugin, GpuStackDeviceManager, KubeletTopologyAgent,
 ]
-"""Every component other languages can construct."""
+"""The components that register Kubernetes objects only, served by ``provider/kubernetes/``.
+
+None of them imports ``pulumi_aws``, and the schema they make refers to no ``aws`` type, so that plugin
+runs in an environment without pulumi-aws, and ``pulumi package add`` of it never asks for the AWS
+provider plugin (docs/components.md#pulumi-package-add-without-the-aws-provider-plugin)."""
+
+
+def all_components() -> list[type[pulumi.ComponentResource]]:
+    """Every component other languages can construct (``provider/``), in the schema's order.
+
+    The AWS components are imported here, not at module level, so that ``provider/kubernetes/`` can use
+    this module where ``pulumi_aws`` is not installed."""
+    from gpu_fabric.resources.efa_domain import EfaDomain
+    from gpu_fabric.resources.efa_node_group import EfaNodeGroup
+    from gpu_fabric.resources.fabric import GpuFabric
+    from gpu_fabric.resources.karpenter_pool import KarpenterEfaPool
+
+    return [GpuFabric, EfaNodeGroup, KueuePool, KVCache, ModelDeployment, EfaDevicePlugin, GpuStackDeviceManager,
+            KubeletTopologyAgent, EfaDomain, KarpenterEfaPool]
+
+
+def __getattr__(name: str) -> Any:
+    # ``COMPONENTS`` stays importable as before (PEP 562 module __getattr__), built on first use.
+    if name == "COMPONENTS":
+        return all_components()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _ENGINE_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # pulumi/runtime/rpc.py UNKNOWN, should one arrive undecoded
 
 
-def known_tokens() -> list[str]:
-    """The type tokens ``Construct`` accepts."""
-    return sorted(f"{PACKAGE_NAME}:index:{component.__name__}" for component in COMPONENTS)
+def known_tokens(components: Optional[list[type[pulumi.ComponentResource]]] = None) -> list[str]:
+    """The type tokens ``Construct`` accepts (of every component, or of ``components``)."""
+    return sorted(f"{PACKAGE_NAME}:index:{component.__name__}"
+                  for component in (all_components() if components is None else components))
 
 
 def _is_unknown(value: Any) -> bool:
@@ -163,9 +184,13 @@ def _refusal(component: str, problems: list[tuple[str, str]]) -> pulumi.InputPro
     return pulumi.InputPropertiesError(message, [{"property_path": path, "reason": reason} for path, reason in named])
 
 
-def component_provider() -> Any:
-    """The provider the host serves, for offline schema and construct calls (no engine needed)."""
+def component_provider(components: Optional[list[type[pulumi.ComponentResource]]] = None) -> Any:
+    """The provider the host serves, for offline schema and construct calls (no engine needed): every
+    component (``provider/``), or only ``components`` (``KUBERNETES_COMPONENTS``: ``provider/kubernetes/``)."""
     import json
+
+    served_components = all_components() if components is None else list(components)
+    tokens = known_tokens(served_components)
 
     from pulumi.provider.experimental.component import ComponentInitError, ComponentProvider
 
@@ -173,11 +198,11 @@ def component_provider() -> Any:
         """``ComponentProvider`` whose ``Construct`` refusals name the property (see the module docstring)."""
 
         def construct(self, name: str, resource_type: str, inputs: Any, options: Optional[pulumi.ResourceOptions] = None) -> Any:
-            if resource_type not in known_tokens():
+            if resource_type not in tokens:
                 # errors=[] (not None): pulumi's server sets the status details only then (provider/server.py
                 # create_grpc_invalid_properties_status), and aborts with UNKNOWN without them.
                 raise pulumi.InputPropertiesError(
-                    f"unknown resource type {resource_type!r}; this provider constructs: {', '.join(known_tokens())}", [])
+                    f"unknown resource type {resource_type!r}; this provider constructs: {', '.join(tokens)}", [])
             component = resource_type.rsplit(":", 1)[-1]
             served = json.loads(self.schema or "{}")
             check = _SchemaCheck(served)
@@ -194,12 +219,12 @@ def component_provider() -> Any:
                     raise inner from None
                 raise
 
-    return GpuFabricProvider(COMPONENTS, PACKAGE_NAME, version=__version__)
+    return GpuFabricProvider(served_components, PACKAGE_NAME, version=__version__)
 
 
-def schema() -> dict[str, Any]:
-    """The package schema exactly as ``GetSchema`` serves it."""
+def schema(components: Optional[list[type[pulumi.ComponentResource]]] = None) -> dict[str, Any]:
+    """The package schema exactly as ``GetSchema`` serves it (of ``provider/``, or of ``components``)."""
     import json
 
-    result: dict[str, Any] = json.loads(component_provider().schema)
+    result: dict[str, Any] = json.loads(component_provider(components).schema)
     return result
