@@ -13,8 +13,9 @@ extended resource. The fields read here are the API's own (k8s.io/api resource/v
 * a pod names its claims in ``spec.resourceClaims[]`` (``name``, then ``resourceClaimTemplateName`` or
   ``resourceClaimName``) and its containers use them in ``resources.claims[].name``.
 
-A field of the wrong type is a finding of :data:`DRA_CLAIM_SHAPE` naming the field (the API server
-refuses the object), never a ``TypeError``; a value unknown at preview
+A field of the wrong type, and every value the API server's validation refuses
+(:mod:`gpu_fabric.kube.dra_claim_validation`), is a finding of :data:`DRA_CLAIM_SHAPE` naming the field, never a
+``TypeError``; ``resource.k8s.io/v1beta1`` requests keep ``exactly``'s fields on the request and are read so; a value unknown at preview
 (:data:`gpu_fabric.config.shapes.UNKNOWN`) reads as absent, so the rules that need it do not decide.
 
 The device classes and drivers gpu-fabric knows (research: breadth-late-2026 §1.2-§1.5):
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
 
 from gpu_fabric.config.shapes import is_unknown
+from gpu_fabric.kube import dra_claim_validation
 from gpu_fabric.findings import FieldPath, Finding, Key, ObjectRef, Refusal, Rule
 
 POLICY = "dra-device-claims"
@@ -203,6 +205,10 @@ class _Reader:
         self.findings.append(Finding.of(DRA_CLAIM_SHAPE, path, f"must be {expected}, not {_kind_of(value)}",
                                         subject=self.subject))
 
+    def invalid(self, path: FieldPath, message: str) -> None:
+        """A value the API server's validation refuses (:mod:`gpu_fabric.kube.dra_claim_validation`)."""
+        self.findings.append(Finding.of(DRA_CLAIM_SHAPE, path, message, subject=self.subject))
+
     def mapping(self, value: Any, path: FieldPath) -> Mapping[str, Any]:
         if value is None or is_unknown(value):
             return {}
@@ -248,8 +254,8 @@ def _ask(reader: _Reader, node: Mapping[str, Any], name: str, path: FieldPath) -
     device_class = reader.string(node.get("deviceClassName"), path / "deviceClassName")
     mode = reader.string(node.get("allocationMode"), path / "allocationMode") or EXACT_COUNT
     count = reader.whole(node.get("count"), path / "count")
-    if mode == EXACT_COUNT and count is None and node.get("count") is None:
-        count = 1  # resource/v1: "count ... defaults to 1" under ExactCount
+    if mode == EXACT_COUNT and (count == 0 or (count is None and node.get("count") is None)):
+        count = 1  # resource/v1 defaults.go: an absent or zero count under ExactCount is 1 (0 is omitted on the wire)
     for index, selector in enumerate(reader.items(node.get("selectors"), path / "selectors")):
         where = path / "selectors" / index
         cel = reader.mapping(reader.mapping(selector, where).get("cel"), where / "cel")
@@ -257,15 +263,21 @@ def _ask(reader: _Reader, node: Mapping[str, Any], name: str, path: FieldPath) -
     return DeviceAsk(name, device_class, mode, count if mode == EXACT_COUNT else None, path)
 
 
-def _claim_spec(reader: _Reader, spec: Any, path: FieldPath) -> ClaimSpec:
+def _claim_spec(reader: _Reader, spec: Any, path: FieldPath, beta: bool = False) -> ClaimSpec:
+    """``beta``: ``resource.k8s.io/v1beta1``, whose requests hold ``exactly``'s fields themselves."""
     devices = reader.mapping(reader.mapping(spec, path).get("devices"), path / "devices")
+    # The API server's floor first: every shape it refuses is a finding (issue 40).
+    dra_claim_validation.device_claim(reader.invalid, devices, path / "devices", beta)
     requests = []
     for index, item in enumerate(reader.items(devices.get("requests"), path / "devices" / "requests")):
         where = path / "devices" / "requests" / index
         node = reader.mapping(item, where)
         name = reader.string(node.get("name"), where / "name") or f"requests[{index}]"
         exactly = None
-        if node.get("exactly") is not None:
+        if beta and not node.get("firstAvailable") and any(
+                node.get(key) is not None for key in dra_claim_validation.BETA_EXACT_FIELDS):
+            exactly = _ask(reader, node, name, where)
+        elif node.get("exactly") is not None:
             exactly = _ask(reader, reader.mapping(node.get("exactly"), where / "exactly"), name, where / "exactly")
         alternatives = []
         for position, sub in enumerate(reader.items(node.get("firstAvailable"), where / "firstAvailable")):
@@ -306,18 +318,22 @@ def is_resource_object(manifest: Mapping[str, Any], kind: str) -> bool:
             and api_version.rpartition("/")[0] == RESOURCE_GROUP)
 
 
+def _is_beta1(manifest: Mapping[str, Any]) -> bool:
+    return manifest.get("apiVersion") == f"{RESOURCE_GROUP}/v1beta1"
+
+
 def read_claim_template(manifest: Mapping[str, Any]) -> tuple[ClaimSpec, list[Finding]]:
     """The claim spec of a ResourceClaimTemplate (``spec.spec``) and the shape findings of its fields."""
     reader = _Reader(object_ref(manifest))
     outer = reader.mapping(manifest.get("spec"), FieldPath.of("spec"))
-    spec = _claim_spec(reader, outer.get("spec"), FieldPath.of("spec", "spec"))
+    spec = _claim_spec(reader, outer.get("spec"), FieldPath.of("spec", "spec"), _is_beta1(manifest))
     return spec, reader.findings
 
 
 def read_claim(manifest: Mapping[str, Any]) -> tuple[ClaimSpec, list[Finding]]:
     """The claim spec of a ResourceClaim (``spec``) and the shape findings of its fields."""
     reader = _Reader(object_ref(manifest))
-    spec = _claim_spec(reader, manifest.get("spec"), FieldPath.of("spec"))
+    spec = _claim_spec(reader, manifest.get("spec"), FieldPath.of("spec"), _is_beta1(manifest))
     return spec, reader.findings
 
 
@@ -327,6 +343,7 @@ def read_pod(pod_spec: Any, path: FieldPath, subject: Optional[ObjectRef],
     reader = _Reader(subject)
     spec = reader.mapping(pod_spec, path)
     host_network = reader.boolean(spec.get("hostNetwork"), path / "hostNetwork")
+    dra_claim_validation.pod_claims(reader.invalid, spec, path)
     claims = []
     for index, item in enumerate(reader.items(spec.get("resourceClaims"), path / "resourceClaims")):
         where = path / "resourceClaims" / index
