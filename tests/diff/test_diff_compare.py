@@ -7,7 +7,7 @@ from gpu_fabric.diff.compare import compare, path_changes, unwrap_secrets
 from gpu_fabric.diff.digest import SECRET, UNKNOWN
 from gpu_fabric.diff.replace_rules import INGRESS_RULE, LAUNCH_TEMPLATE, NODE_GROUP, SECURITY_GROUP
 from gpu_fabric.program.urn import engine_urn
-from gpu_fabric.program.render import RenderedResource
+from gpu_fabric.program.rendered import RenderedResource
 
 SECRET_WIRE = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
 COMPONENT = engine_urn("dev", "p", "gpu-fabric:index:EfaNodeGroup", "g")

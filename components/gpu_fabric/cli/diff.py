@@ -13,13 +13,46 @@ the ref, stack or file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
+from typing import Iterator
 
 from gpu_fabric.cli.conventions import EXIT_OK, EXIT_USAGE, add_command
 
 EXIT_CHANGES = 2
+EXIT_TERMINATED = 128 + signal.SIGTERM
+"""A shell's status for a process ended by SIGTERM; kept when the diff stops on one after cleaning up."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the diff is so that it unwinds as from Ctrl-C.
+
+    A KeyboardInterrupt because asyncio (the render's event loop) re-raises that at once, where any
+    other exception raised inside a task would be kept in the task instead of unwinding the diff.
+    """
+
+
+@contextlib.contextmanager
+def _terminate_unwinds() -> Iterator[None]:
+    """SIGTERM unwinds the command (``with`` blocks and ``finally`` run) instead of ending the process
+    where it stands: the default action would leave the commit's extracted folder in $TMPDIR."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; a caller in another thread keeps its own
+        return
+
+    def unwind(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: a handler set outside Python, which cannot be put back
+            signal.signal(signal.SIGTERM, previous)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,9 +90,13 @@ def run(args: argparse.Namespace) -> int:
     from gpu_fabric.diff.source import DiffInputError
 
     try:
-        digest = _digest(args)
+        with _terminate_unwinds():
+            digest = _digest(args)
     except DiffInputError as error:
         return _fail(str(error))
+    except Terminated:
+        print("gpu-fabric diff: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     if args.markdown:
         from gpu_fabric.diff.markdown import render_markdown
 

@@ -13,6 +13,7 @@ own copy of the same rules: it runs without gpu-fabric installed.)
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -34,6 +35,26 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a regular file"
+
+
+def path_kind(path: Path) -> Optional[str]:
+    """What ``path`` names, following symbolic links as opening it would: ``None`` when nothing is there,
+    ``"file"`` for a regular file, else what it is (``"a FIFO"``, ``"a folder"``, ``"a symbolic link loop"``...).
+
+    Only ``stat`` calls: nothing is opened, so a FIFO cannot block and a device is never read. Commands
+    say what a path is instead of calling a FIFO or a link loop "missing".
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):  # the link is there, what it names is not
+            return f"a symbolic link to {os.readlink(path)}, which does not exist"
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        return f"unreadable ({error.strerror or error})"
+    return "file" if stat.S_ISREG(mode) else _kind(mode)
 
 
 def _lstat_at(directory: int, name: str) -> Optional[os.stat_result]:

@@ -15,7 +15,7 @@ import difflib
 import math
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 import yaml
 
@@ -66,7 +66,7 @@ def _bounded_int(loader: Any, node: yaml.ScalarNode) -> int:
     digits = sum(ch.isdigit() for ch in str(node.value))
     if digits > MAX_INTEGER_DIGITS:
         raise _LoadProblem(f"line {node.start_mark.line + 1}: an integer of {digits} digits "
-                           f"(at most {MAX_INTEGER_DIGITS}; quote it if you mean the text)")
+                           f"(at most {MAX_INTEGER_DIGITS}; quote it if you mean the text)", node)
     return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
 
 
@@ -115,7 +115,36 @@ if getattr(yaml, "__with_libyaml__", False):
 
 
 class _LoadProblem(Exception):
-    pass
+    """A refusal while reading; ``node``, when given, is the value refused (its key path is then named)."""
+
+    def __init__(self, message: str, node: Optional[yaml.Node] = None):
+        super().__init__(message)
+        self.node = node
+
+
+def _key_path(root: yaml.Node, target: yaml.Node) -> str:
+    """Where ``target`` is in the document ``root``: ``config.gpu-fabric:cluster.kubernetesVersion``, ``a[0].b``."""
+    pending: list[tuple[yaml.Node, str]] = [(root, "")]
+    seen: set[int] = set()
+    while pending:
+        node, path = pending.pop()
+        if node is target:
+            return path
+        if id(node) in seen:  # an alias is walked once
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            pending.extend((value, f"{path}.{key.value}" if path else str(key.value)) for key, value in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            pending.extend((item, f"{path}[{index}]") for index, item in enumerate(node.value))
+    return ""
+
+
+def _located(problem: _LoadProblem, root: yaml.Node) -> _LoadProblem:
+    """``problem`` naming the key path of its value, as validation names a field: "line 15, at a.b: ..."."""
+    path = _key_path(root, problem.node) if problem.node is not None else ""
+    line, colon, rest = str(problem).partition(": ")
+    return _LoadProblem(f"{line}, at {path}: {rest}") if path and colon else problem
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -274,7 +303,10 @@ def _load_documents(loader_class: Any, text: str, max_nodes: int) -> list[tuple[
                 literal = _literal_size(node)
                 if _expanded_size(node, {}, literal + max_nodes) > literal + max_nodes:
                     raise _LoadProblem(f"YAML aliases expand to more than {max_nodes} values (an alias bomb?)")
-            documents.append((line, loader.construct_document(node)))
+            try:
+                documents.append((line, loader.construct_document(node)))
+            except _LoadProblem as problem:
+                raise _located(problem, node) from None
     finally:
         loader.dispose()
     return documents

@@ -11,7 +11,9 @@ raises). Here the folder is listed with ``git ls-tree`` and its blobs read with 
 its blob holding the target) is followed inside the commit's trees component by component, as the
 kernel follows it on a checkout, and what it names is written in its place. A link whose target
 leaves the repository (an absolute path, or ``..`` above the top) names something git does not
-hold: it is not written, and :meth:`CommitFolder.outside_link` says which link hides a path.
+hold: it is not written, and :meth:`CommitFolder.outside_link` says which link hides a path. A
+submodule's folder is written from the submodule's own repository at the commit the superproject
+records (:mod:`gpu_fabric.diff.submodules`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from typing import Optional
 LINK_MODE = "120000"
 TREE_TYPE = "tree"
 BLOB_TYPE = "blob"
+GITLINK_TYPE = "commit"
+"""A submodule's entry: its object id is the submodule's commit, held in the submodule's own repository."""
 MAX_LINK_HOPS = 40
 """Links followed while resolving one path: Linux's limit (path_resolution(7), ``ELOOP``)."""
 
@@ -45,6 +49,10 @@ class OutsideTree(Exception):
 
 class NotInTree(Exception):
     """A path (or a link's target) the commit does not hold, or a link loop."""
+
+
+class LinkLoop(NotInTree):
+    """Resolving a path followed more links than the kernel would: a symbolic link loop."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +173,7 @@ class CommitTrees:
             if entry.is_link and (pending or follow_last):
                 hops += 1
                 if hops > MAX_LINK_HOPS:
-                    raise NotInTree(f"{path}: too many levels of symbolic links")
+                    raise LinkLoop(f"{path}: too many levels of symbolic links")
                 target = self.link_target(entry)
                 if target.startswith("/"):
                     raise OutsideTree("/".join([*(name for name, _ in real), part]), target)
@@ -182,17 +190,30 @@ class CommitFolder:
     destination: Path
     outside_links: dict[str, str] = field(default_factory=dict)
     """Path under the destination -> target, for every link that leads out of the repository."""
+    broken_links: dict[str, str] = field(default_factory=dict)
+    """Path under the destination -> what it is (a loop, a link to nothing), for every link that names
+    nothing in the commit: a checkout has no file there either, but a link, which a reader must not
+    mistake for an absent file (a ``Pulumi.yaml`` loop is no missing ``Pulumi.yaml``)."""
 
     def outside_link(self, path: Path) -> Optional[tuple[str, str]]:
         """The link (path relative to the destination, target) whose leaving the repository hides ``path``."""
-        try:
-            relative = path.resolve().relative_to(self.destination.resolve()).as_posix()
-        except ValueError:
-            return None
-        for link, target in sorted(self.outside_links.items()):
-            if relative == link or relative.startswith(link + "/"):
-                return link, target
+        return _covering(self.outside_links, self.destination, path)
+
+    def broken_link(self, path: Path) -> Optional[tuple[str, str]]:
+        """The link (path relative to the destination, what it is) that names nothing where ``path`` is."""
+        return _covering(self.broken_links, self.destination, path)
+
+
+def _covering(links: dict[str, str], destination: Path, path: Path) -> Optional[tuple[str, str]]:
+    """The entry of ``links`` that is ``path`` (relative to ``destination``) or a folder above it."""
+    try:
+        relative = path.resolve().relative_to(destination.resolve()).as_posix()
+    except ValueError:
         return None
+    for link, value in sorted(links.items()):
+        if relative == link or relative.startswith(link + "/"):
+            return link, value
+    return None
 
 
 def write_commit_folder(repo: Path, commit: str, folder: str, destination: Path) -> CommitFolder:
@@ -206,7 +227,8 @@ def write_commit_folder(repo: Path, commit: str, folder: str, destination: Path)
         raise NotInTree(f"{folder} is not a folder")
     trees.prefetch(entry)
     files: list[tuple[Path, Entry]] = []
-    _collect(trees, real, entry, Path(), frozenset({entry.oid}), files, written)
+    submodules: list[tuple[Path, str, str]] = []
+    _collect(trees, real, entry, Path(), frozenset({entry.oid}), files, written, submodules)
     contents = trees.blobs([blob.oid for _, blob in files])
     destination.mkdir(parents=True, exist_ok=True)
     for relative, blob in files:
@@ -215,7 +237,24 @@ def write_commit_folder(repo: Path, commit: str, folder: str, destination: Path)
         path.write_bytes(contents[blob.oid])
         if blob.mode == "100755":
             path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    for relative, path_in_commit, oid in submodules:
+        _write_submodule(repo, commit, path_in_commit, oid, destination / relative, relative.as_posix(), written)
     return written
+
+
+def _write_submodule(repo: Path, commit: str, path: str, oid: str, destination: Path, relative: str,
+                     written: CommitFolder) -> None:
+    """The submodule at ``path`` of ``commit``, as its commit ``oid`` holds it, under ``destination``; what
+    cannot be written (the commit is not in this clone) is kept in ``written`` as a broken link is."""
+    from gpu_fabric.diff.submodules import submodule_repository
+
+    sub_repo, why_not = submodule_repository(repo, commit, path, oid)
+    if sub_repo is None:
+        written.broken_links[relative] = why_not
+        return
+    inner = write_commit_folder(sub_repo, oid, "", destination)  # nested submodules: the same, one level down
+    for mine, theirs in ((written.outside_links, inner.outside_links), (written.broken_links, inner.broken_links)):
+        mine.update({f"{relative}/{link}": value for link, value in theirs.items()})
 
 
 def _safe_name(name: str) -> bool:
@@ -224,8 +263,9 @@ def _safe_name(name: str) -> bool:
 
 
 def _collect(trees: CommitTrees, real: str, tree: Entry, relative: Path, expanding: frozenset[str],
-             files: list[tuple[Path, Entry]], written: CommitFolder) -> None:
-    """Every blob under ``tree`` (at ``real`` in the commit), links followed, as (path under the destination, blob)."""
+             files: list[tuple[Path, Entry]], written: CommitFolder, submodules: list[tuple[Path, str, str]]) -> None:
+    """Every blob under ``tree`` (at ``real`` in the commit), links followed, as (path under the destination, blob);
+    every submodule as (path under the destination, its path in the commit, its commit)."""
     for name, entry in sorted(trees.children(tree).items()):
         if not _safe_name(name):
             continue
@@ -237,10 +277,17 @@ def _collect(trees: CommitTrees, real: str, tree: Entry, relative: Path, expandi
             except OutsideTree:
                 written.outside_links[(relative / name).as_posix()] = trees.link_target(entry)
                 continue
-            except NotInTree:
-                continue  # a dangling link: a checkout has nothing there either
+            except LinkLoop:
+                written.broken_links[(relative / name).as_posix()] = (
+                    "a symbolic link loop in the commit, not a file this end can be rendered from")
+                continue
+            except NotInTree:  # a dangling link: a checkout has nothing there either
+                written.broken_links[(relative / name).as_posix()] = (
+                    f"a symbolic link to {trees.link_target(entry)}, which the commit does not hold")
+                continue
         if target.type == BLOB_TYPE:
             files.append((relative / name, target))
         elif target.type == TREE_TYPE and target.oid not in expanding:  # a link to a folder holding it: no loop
-            _collect(trees, target_real, target, relative / name, expanding | {target.oid}, files, written)
-        # a submodule (type "commit") has no contents in this repository, as in `git archive`
+            _collect(trees, target_real, target, relative / name, expanding | {target.oid}, files, written, submodules)
+        elif target.type == GITLINK_TYPE:  # its contents are in the submodule's own repository
+            submodules.append((relative / name, target_real, target.oid))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from gpu_fabric.diff.git_tree import CommitFolder, GitTreeError, NotInTree, write_commit_folder
-from gpu_fabric.program.render import RenderResult
+from gpu_fabric.program.rendered import RenderResult
 
 
 class DiffInputError(Exception):
@@ -72,10 +72,13 @@ def extract_project(repo: Path, commit: str, project_path: str, destination: Pat
         raise DiffInputError(f"commit {commit[:12]} has no folder {project_path or '.'}: {_one_line(str(error))}") from None
 
 
-def render_stack_at(project_dir: Path, stack: str, ref: Optional[str], *, side: str) -> tuple[RenderResult, str]:
+def render_stack_at(project_dir: Path, stack: str, ref: Optional[str], *, side: str,
+                    scratch: Optional[Path] = None) -> tuple[RenderResult, str]:
     """Render ``stack`` of the project at ``ref`` (``None``: the working tree); return it and a label.
 
-    ``side`` ("base" or "head") names the end in error messages.
+    ``side`` ("base" or "head") names the end in error messages. The commit's folder is written under
+    ``scratch`` when given -- a folder the caller removes, so that nothing is left behind however this
+    process ends (:func:`render_base_and_head`) -- else in a temporary folder of its own.
     """
     project_dir = Path(project_dir)
     if ref is None:
@@ -83,7 +86,7 @@ def render_stack_at(project_dir: Path, stack: str, ref: Optional[str], *, side: 
     repo, project_path = repository_root(project_dir)
     commit = resolve_ref(repo, ref)
     label = f"{ref} ({commit[:12]})"
-    with tempfile.TemporaryDirectory(prefix="gpu-fabric-diff-") as folder:
+    with tempfile.TemporaryDirectory(prefix="gpu-fabric-diff-", dir=scratch) as folder:
         checkout = extract_project(repo, commit, project_path, Path(folder))
         return _render(checkout.destination, stack, f"{side} {label}", checkout), label
 
@@ -102,18 +105,31 @@ def render_base_and_head(
     ``pulumi destroy`` shows it; the missing end is an empty render labelled so. Neither end having
     it is an error naming both.
     """
+    # Both ends extract into one folder that this process removes on every way out, after the worker
+    # has ended: a worker that is terminated, or exits with its parent, cannot clean up after itself.
+    with tempfile.TemporaryDirectory(prefix="gpu-fabric-diff-") as folder:
+        base, base_label, head, head_label = _both_ends(Path(project_dir), stack, base_ref, head_ref, Path(folder))
+    if base is None and head is None:
+        raise DiffInputError(f"neither the base ({base_label}) nor the head ({head_label}) has stack {stack!r}"
+                             + _subfolder_hint(Path(project_dir), stack))
+    return (base or RenderResult(stack), base_label, head or RenderResult(stack), head_label)
+
+
+def _both_ends(project_dir: Path, stack: str, base_ref: str, head_ref: Optional[str],
+               scratch: Path) -> tuple[Optional[RenderResult], str, Optional[RenderResult], str]:
+    """The base (in a second process, when there are two cores) and the head (here), either absent."""
     base: RenderResult | None
     head: RenderResult | None
     if (os.cpu_count() or 1) < 2:
-        base, base_label = _render_or_absent(project_dir, stack, base_ref, "base")
-        head, head_label = _render_or_absent(project_dir, stack, head_ref, "head")
+        base, base_label = _render_or_absent(project_dir, stack, base_ref, "base", scratch)
+        head, head_label = _render_or_absent(project_dir, stack, head_ref, "head", scratch)
     else:
         from gpu_fabric.diff.worker import Worker, WorkerDied
 
         # The worker ends with this block, however it is left (gpu_fabric.diff.worker).
-        with Worker(_render_or_absent, Path(project_dir), stack, base_ref, "base") as worker:
+        with Worker(_render_or_absent, project_dir, stack, base_ref, "base", scratch) as worker:
             try:
-                head, head_label = _render_or_absent(project_dir, stack, head_ref, "head")
+                head, head_label = _render_or_absent(project_dir, stack, head_ref, "head", scratch)
             except DiffInputError:
                 try:
                     worker.result()  # the base's own problem, if any, comes first
@@ -123,16 +139,25 @@ def render_base_and_head(
             try:
                 base, base_label = worker.result()
             except WorkerDied:  # the helper process died (killed, out of memory): render here instead
-                base, base_label = _render_or_absent(project_dir, stack, base_ref, "base")
-    if base is None and head is None:
-        raise DiffInputError(f"neither the base ({base_label}) nor the head ({head_label}) has stack {stack!r}")
-    return (base or RenderResult(stack), base_label, head or RenderResult(stack), head_label)
+                base, base_label = _render_or_absent(project_dir, stack, base_ref, "base", scratch)
+    return base, base_label, head, head_label
 
 
-def _render_or_absent(project_dir: Path, stack: str, ref: Optional[str], side: str) -> tuple[Optional[RenderResult], str]:
+def _subfolder_hint(project_dir: Path, stack: str) -> str:
+    """Where the working tree holds the stack's file in a subfolder of the stack folder: that Pulumi never reads it."""
+    from gpu_fabric.program.project import ProjectError, read_project
+
+    try:
+        return read_project(project_dir).subfolder_hint(stack)
+    except (OSError, ProjectError):
+        return ""  # the ends' own problems were reported as they were met
+
+
+def _render_or_absent(project_dir: Path, stack: str, ref: Optional[str], side: str,
+                      scratch: Optional[Path] = None) -> tuple[Optional[RenderResult], str]:
     """:func:`render_stack_at`, or ``None`` and a label saying so when that end has no such stack."""
     try:
-        return render_stack_at(project_dir, stack, ref, side=side)
+        return render_stack_at(project_dir, stack, ref, side=side, scratch=scratch)
     except StackAbsentError:
         if ref is None:
             return None, f"working tree, without stack {stack}"
@@ -141,12 +166,19 @@ def _render_or_absent(project_dir: Path, stack: str, ref: Optional[str], side: s
 
 
 def _outside_repository(checkout: Optional[CommitFolder], path: Path, where: str) -> None:
-    """Refuse the end when ``path``, which the render reads, is behind a link out of the repository."""
-    hidden = checkout.outside_link(path) if checkout is not None and not path.is_file() else None
+    """Refuse the end when ``path``, which the render reads, is behind a link out of the repository,
+    or is (or is under) a link that names nothing in the commit: a loop is no absent file."""
+    if checkout is None or path.is_file():
+        return
+    hidden = checkout.outside_link(path)
     if hidden is not None:
         link, target = hidden
         raise DiffInputError(f"{where}: {link} is a symbolic link to {target}, outside the repository; git does not "
                              f"hold what it points at, so this end cannot be rendered from the commit")
+    broken = checkout.broken_link(path)
+    if broken is not None:
+        link, what = broken
+        raise DiffInputError(f"{where}: {link} is {what}")
 
 
 def _render(project_dir: Path, stack: str, where: str, checkout: Optional[CommitFolder] = None) -> RenderResult:
@@ -157,8 +189,11 @@ def _render(project_dir: Path, stack: str, where: str, checkout: Optional[Commit
     """
     import yaml
 
-    from gpu_fabric.program.render import ProjectError, StackProgramError, read_project, render_stack, stack_config_path
+    from gpu_fabric.program.errors import StackProgramError
+    from gpu_fabric.program.render import ProjectError, read_project, render_stack, stack_config_path
     from gpu_fabric.config.base import ConfigError
+    from gpu_fabric.config.safe_files import path_kind
+    from gpu_fabric.config.stack_file import StackFileError
 
     _outside_repository(checkout, project_dir / "Pulumi.yaml", where)
     try:
@@ -166,8 +201,12 @@ def _render(project_dir: Path, stack: str, where: str, checkout: Optional[Commit
     except (FileNotFoundError, ProjectError) as error:  # a name Pulumi refuses, an unreadable Pulumi.yaml
         raise DiffInputError(f"{where}: {error}") from None
     _outside_repository(checkout, config, where)
-    if not config.is_file():
+    kind = path_kind(config)  # stat only: a FIFO is never opened, so it cannot block the diff
+    if kind is None:
         raise StackAbsentError(f"{where} has no stack {stack!r} ({config.parent.name}/{config.name} does not exist there)")
+    if kind != "file":
+        raise DiffInputError(f"stack {stack!r} at {where}: {config.parent.name}/{config.name} is {kind}, "
+                             f"not a regular file")
     _outside_repository(checkout, read_project(project_dir).program_path, where)
     try:
         return render_stack(stack, project_dir)
@@ -180,6 +219,9 @@ def _render(project_dir: Path, stack: str, where: str, checkout: Optional[Commit
         raise DiffInputError(f"stack {stack!r} at {where}: {_one_line(message)}") from None
     except ConfigError as error:
         raise DiffInputError(f"stack {stack!r} at {where} does not validate: {_one_line(str(error))}") from None
+    except StackFileError as error:  # the file's own refusal names the file, line and key: no class name to add
+        message = str(error).replace(f"{project_dir}{os.sep}", "") if checkout is not None else str(error)
+        raise DiffInputError(f"stack {stack!r} at {where}: {_one_line(message)}") from None
     except yaml.YAMLError as error:
         raise DiffInputError(f"stack {stack!r} at {where}: {config.parent.name}/{config.name} is not valid YAML: "
                              f"{_one_line(str(error))}") from None

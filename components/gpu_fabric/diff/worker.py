@@ -11,17 +11,22 @@ its end, such as ``subprocess.run(..., capture_output=True)`` -- waits forever. 
 * the parent terminates the child on every way out of the ``with`` block (a result, an error,
   an interrupt), and waits for it;
 * a thread in the child reads a pipe only the parent writes to; when the parent is gone however it
-  ended (a signal, ``os._exit``), the read ends and the child exits.
+  ended (a signal, ``os._exit``), the read ends and the child exits;
+* the child ignores SIGINT: Ctrl-C reaches the whole process group, and the parent, which owns the
+  command, unwinds and ends the child itself -- a KeyboardInterrupt in the child would only print its
+  traceback on the shared standard error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from gpu_fabric.program.collector import no_collection_at_exit
 from gpu_fabric.program.isolation import process_exit, stdout_to_stderr
@@ -47,7 +52,8 @@ class Worker:
         lifeline_end, self._lifeline = context.Pipe(duplex=False)
         self._process = context.Process(target=_serve, args=(function, args, answer_end, lifeline_end), daemon=True)
         self._answered = False
-        with stdout_to_stderr():  # the child (and the resource tracker it may start) inherit fd 1 as stderr
+        # The child (and the resource tracker it may start) inherit fd 1 as stderr, and SIGINT ignored.
+        with stdout_to_stderr(), _sigint_ignored():
             self._process.start()
         answer_end.close()
         lifeline_end.close()
@@ -84,6 +90,21 @@ class Worker:
             process.kill()
             process.join()
         process.close()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while a child starts: an ignored signal stays ignored across ``exec``, and Python
+    installs its KeyboardInterrupt handler only where SIGINT is not ignored (signal(2), the signal module)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may change handlers
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: a handler set outside Python, which cannot be put back
+            signal.signal(signal.SIGINT, previous)
 
 
 def _serve(function: Callable[..., Any], args: tuple[Any, ...], answers: Connection, lifeline: Connection) -> None:
