@@ -120,3 +120,42 @@ def test_p6_b300_planned_launch_template_passes(analyzer):
     assert [d.message for d in response.diagnostics if d.enforcementLevel == analyzer_pb2.MANDATORY] == []
     # Unknown security group ids count as present: no "can't run during preview" downgrade either.
     assert [d.message for d in response.diagnostics] == []
+
+
+def _in_process_servicer():
+    from gpu_fabric.policies import ALL_POLICIES, PACK_SETTINGS
+    from gpu_fabric.policies.engine_wire import AnalyzerServicer, decode_non_finite_numbers, share_decoding_per_call
+
+    decode_non_finite_numbers()
+    share_decoding_per_call()
+    return AnalyzerServicer(PACK_SETTINGS["name"], "0.0.1", list(ALL_POLICIES), PACK_SETTINGS["enforcement_level"],
+                            None, PACK_SETTINGS["description"], "gpu-fabric", None, PACK_SETTINGS["provider"],
+                            list(PACK_SETTINGS["tags"]), None)
+
+
+def test_one_decoding_per_call_answers_as_a_decoding_per_policy(monkeypatch):
+    """share_decoding_per_call (issue 39): each resource is made plain once per AnalyzeStack call, not once per
+    stack policy, and the response (findings, messages, URNs, levels) is the unshared servicer's, byte for byte."""
+    from gpu_fabric.policies import engine_wire
+    from gpu_fabric.program.render import render_stack
+    from gpu_fabric.policies.engine_wire import AnalyzerServicer
+
+    servicer = _in_process_servicer()
+    result = render_stack("seed-rdma", PROJECT_DIR)
+    failing = seed_deployment(router=None, kvTransfer=None)
+    resources = [type(r)(r.type, r.name, r.parent, r.custom, failing, r.urn) if r.inputs.get("kind") == "ModelDeployment"
+                 else r for r in result.resources]
+    request = stack_request(resources)
+    made = []
+    real = engine_wire._stack_resource
+    monkeypatch.setattr(engine_wire, "_stack_resource", lambda r: made.append(r.urn) or real(r))
+    shared = servicer.AnalyzeStack(request, None)
+    assert sorted(made) == sorted(r.urn for r in resources)
+    unshared = AnalyzerServicer.AnalyzeStack.__wrapped__(servicer, request, None)
+    assert any(d.policyName == TRANSFER_POLICY for d in shared.diagnostics)
+    assert shared.SerializeToString(deterministic=True) == unshared.SerializeToString(deterministic=True)
+    for r in resources:  # Analyze: the same, one resource at a time
+        one = analyzer_pb2.AnalyzeRequest(type=r.type, properties=struct(r.inputs), urn=r.urn, name=r.name)
+        assert (servicer.Analyze(one, None).SerializeToString(deterministic=True)
+                == AnalyzerServicer.Analyze.__wrapped__(servicer, one, None).SerializeToString(deterministic=True))
+    assert engine_wire._scope() is None

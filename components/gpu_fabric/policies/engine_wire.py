@@ -6,7 +6,7 @@ resource) raises, and the engine then downgrades the whole policy to an advisory
 preview" note. Policies never want that, so the boundary first copies the props into plain Python
 (:func:`plain`), with every unknown value replaced by the typed :data:`gpu_fabric.config.shapes.UNKNOWN`
 and the wire's doubles turned back into ints where they are whole (``networkCardIndex: 1.0`` -> ``1``),
-and hands policies :class:`~gpu_fabric.policies.resource_view.Resource` objects.
+and hands policies :class:`~gpu_fabric.plan.resource_view.Resource` objects.
 
 It also wraps what ``gpu-fabric check`` and the tests need to drive policies as the analyzer does:
 the proxy itself (:func:`proxied`), the analyzer's exceptions, and pulumi_policy's own analyzer
@@ -17,8 +17,10 @@ servicer. These are private names of pulumi-policy (``_DictProxy``, ``_ListProxy
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any, Mapping
+import threading
+from typing import Any, Callable, Mapping, Optional
 
 import pulumi_policy.policy as _analyzer_module
 from google.protobuf import json_format as _json_format
@@ -28,7 +30,7 @@ from pulumi_policy.policy import _NotApplicableError, _PolicyAnalyzerServicer
 from pulumi_policy.proxy import UnknownValueError, _DictProxy, _ListProxy, _is_unknown, unknown_checking_proxy
 
 from gpu_fabric.config.shapes import UNKNOWN, Unknown, as_mapping
-from gpu_fabric.policies.resource_view import Resource
+from gpu_fabric.plan.resource_view import Resource
 
 PULUMI_POLICY_VERSIONS = ((1, 18), (2, 0))
 """The pulumi-policy releases this boundary was written against: at least 1.18, below 2.0 (as pyproject.toml
@@ -41,7 +43,58 @@ AnalyzerServicer = _PolicyAnalyzerServicer
 """pulumi_policy's analyzer gRPC servicer (``PolicyPack`` builds one, then serves it forever)."""
 
 __all__ = ["AnalyzerServicer", "NotApplicableError", "UnknownValueError", "decode_non_finite_numbers", "plain",
-           "proxied", "resource_of", "stack_resources"]
+           "proxied", "resource_of", "share_decoding_per_call", "stack_resources"]
+
+
+class _CallScope:
+    """What one analyzer call (``Analyze`` or ``AnalyzeStack``) has decoded, for every policy it runs.
+
+    pulumi_policy's servicer decodes the request once per policy: ``AnalyzeStack`` turns every resource's
+    ``Struct`` into a dict for each of the pack's 22 stack policies, and each policy then copied every
+    resource again into plain props (:func:`stack_resources`), so a stack's decoding grew as resources x
+    policies. Within one call every policy is handed the same request, so the ``Struct`` decode (keyed by
+    the message, held here so its id stays its own) and the plain :class:`Resource` (keyed by URN) are made
+    once and shared; the dicts pulumi_policy builds from the shared decode are its own copies
+    (``deserialize_properties`` copies every dict and list), and policies only read a :class:`Resource`.
+    """
+
+    def __init__(self) -> None:
+        self.structs: dict[int, tuple[struct_pb2.Struct, dict[str, Any]]] = {}
+        self.resources: dict[tuple[str, str], Resource] = {}
+
+
+_calls = threading.local()
+"""The current thread's :class:`_CallScope` (``scope``), set only while a wrapped analyzer call runs."""
+
+
+def _scope() -> Optional[_CallScope]:
+    return getattr(_calls, "scope", None)
+
+
+def _one_decoding_per_call(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(self: Any, request: Any, context: Any) -> Any:
+        _calls.scope = _CallScope()
+        try:
+            return method(self, request, context)
+        finally:
+            _calls.scope = None
+
+    call.__wrapped_by_gpu_fabric__ = True  # type: ignore[attr-defined]
+    return call
+
+
+def share_decoding_per_call() -> None:
+    """Make each ``Analyze``/``AnalyzeStack`` call decode its resources once for all its policies (idempotent).
+
+    The pack's entry point (``policy/__main__.py``) and ``gpu-fabric check --preview`` call this before they
+    serve; it wraps two methods of pulumi_policy's servicer (a private class at :data:`PULUMI_POLICY_VERSIONS`)
+    in a :class:`_CallScope`. Findings and messages are those of the unwrapped servicer, decoded once.
+    """
+    for name in ("Analyze", "AnalyzeStack"):
+        method = getattr(_PolicyAnalyzerServicer, name)
+        if not getattr(method, "__wrapped_by_gpu_fabric__", False):
+            setattr(_PolicyAnalyzerServicer, name, _one_decoding_per_call(method))
 
 
 def _struct_value(value: struct_pb2.Value) -> Any:
@@ -79,7 +132,13 @@ class _NonFiniteTolerantJsonFormat:
     @staticmethod
     def MessageToDict(message: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N802 - protobuf's name
         if isinstance(message, struct_pb2.Struct) and not args and not kwargs:
-            return _struct_dict(message)
+            scope = _scope()
+            if scope is None:
+                return _struct_dict(message)
+            decoded = scope.structs.get(id(message))
+            if decoded is None or decoded[0] is not message:
+                decoded = scope.structs[id(message)] = (message, _struct_dict(message))
+            return decoded[1]
         return _json_format.MessageToDict(message, *args, **kwargs)
 
 
@@ -154,20 +213,35 @@ def _parent_urn(resource: PolicyResource) -> str:
     return str(getattr(opts, "parent", None) or "")
 
 
+def _stack_resource(r: PolicyResource) -> Resource:
+    return Resource(
+        r.resource_type, r.name, r.urn, as_mapping(plain(r.props)), _parent_urn(r),
+        {key: tuple(d.urn for d in deps) for key, deps in (r.property_dependencies or {}).items()},
+    )
+
+
 def stack_resources(args: StackValidationArgs) -> list[Resource]:
-    """Every resource of a stack validation as :class:`Resource` with plain props."""
-    return [
-        Resource(
-            r.resource_type, r.name, r.urn, as_mapping(plain(r.props)), _parent_urn(r),
-            {key: tuple(d.urn for d in deps) for key, deps in (r.property_dependencies or {}).items()},
-        )
-        for r in args.resources
-    ]
+    """Every resource of a stack validation as :class:`Resource` with plain props (made once per
+    ``AnalyzeStack`` call for all its policies, see :func:`share_decoding_per_call`)."""
+    scope = _scope()
+    if scope is None:
+        return [_stack_resource(r) for r in args.resources]
+    made = scope.resources
+    return [made.get(("stack", r.urn)) or made.setdefault(("stack", r.urn), _stack_resource(r))
+            for r in args.resources]
+
+
+def _resource_of(args: Any) -> Resource:
+    parent = str(getattr(getattr(args, "opts", None), "parent", None) or "")
+    return Resource(args.resource_type, args.name, args.urn, as_mapping(plain(args.props)), parent)
 
 
 def resource_of(args: Any) -> Resource:
-    """The resource of a ``ResourceValidationArgs`` with plain props."""
-    parent = str(getattr(getattr(args, "opts", None), "parent", None) or "")
-    return Resource(args.resource_type, args.name, args.urn, as_mapping(plain(args.props)), parent)
+    """The resource of a ``ResourceValidationArgs`` with plain props (made once per ``Analyze`` call)."""
+    scope = _scope()
+    if scope is None:
+        return _resource_of(args)
+    return scope.resources.get(("resource", args.urn)) or scope.resources.setdefault(
+        ("resource", args.urn), _resource_of(args))
 
 

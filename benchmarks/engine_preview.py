@@ -1,0 +1,262 @@
+"""`pulumi preview` with gpu-fabric's policy pack against plain `pulumi preview`, under the real engine.
+
+The Pulumi CLI, language host and Kubernetes provider come from ``scripts/engine-tools``; a throwaway
+control plane (``scripts/control-plane start``, stopped at the end) answers the provider. The project is a
+copy of this checkout's ``Pulumi.yaml``, ``stacks/`` and ``policy/`` with file state (``tests/e2e/engine.py``'s
+``PulumiWorkspace``), run by this interpreter, so the pack imports this tree's ``gpu_fabric``.
+
+Runs alternate (plain, pack, plain, pack, ...) after one untimed warm-up of each, so load that comes and
+goes on a shared machine falls on both alike. Each run's figures are of the whole process tree: wall time
+around the ``pulumi`` process, and CPU (user + system) as the delta of ``getrusage(RUSAGE_CHILDREN)``, which
+holds every descendant the engine reaped (language host, program, pack, provider). Printed: the median
+of each, the spread (min-max), and the ratio of medians beside the target.
+
+    python benchmarks/engine_preview.py                     # seed-rdma, 7 runs each
+    python benchmarks/engine_preview.py --runs 11
+    python benchmarks/engine_preview.py --fleet             # also the Kubernetes-only fleet at 1x and 4x
+    python benchmarks/engine_preview.py --baseline /tmp/base/components   # one more variant: the pack
+                                                            # importing another tree's gpu_fabric
+
+Beside gpu-fabric's pack runs the floor: a Python pack of one policy that reads nothing (the interpreter,
+``pulumi.policy``'s runner, ``pulumi_policy``'s imports, the gRPC handshake, one Analyze call per resource).
+The engine starts a pack before the program and waits for its handshake, so that start-up is on the
+preview's critical path whatever the pack does.
+
+``--fleet`` previews ``render_fleet.py``'s synthetic fleet (16 RDMA/EFA pools on nodes the stack does not
+provision x 120 tenant namespaces of LocalQueues, 64 ModelDeployments; about 2,100 resources) and its 4x,
+with fewer runs (``--fleet-runs``, default 3 and 1): the pack's added seconds at 1x and 4x show how its
+cost grows with resources.
+
+Target (issue 39): the pack's preview at most 1.10x plain preview's wall, for seed-rdma and the fleet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT_DIR / "tests"))
+
+from e2e.engine import ControlPlane, PulumiWorkspace, engine_bin_dir, output_of  # noqa: E402
+
+TARGET = 1.10
+
+FLOOR_PACK = {
+    "PulumiPolicy.yaml": "runtime: python\nversion: 0.0.1\ndescription: the floor any Python pack pays\n",
+    "__main__.py": (
+        '"""A pack of one policy that reads nothing: the interpreter, pulumi_policy and the handshake."""\n'
+        "from pulumi_policy import EnforcementLevel, PolicyPack, ResourceValidationPolicy\n\n"
+        "PolicyPack('floor', enforcement_level=EnforcementLevel.ADVISORY, policies=[ResourceValidationPolicy(\n"
+        "    name='nothing', description='reads nothing', validate=lambda args, report_violation: None)])\n"
+    ),
+}
+"""The floor: the cost of any Python policy pack, whatever its policies do (``--no-floor`` leaves it out)."""
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(workspace: PulumiWorkspace, argv: list[str], env: Optional[dict] = None) -> tuple[float, float]:
+    """One ``pulumi ARGV`` run: (wall seconds, CPU seconds of the whole process tree)."""
+    cpu, wall = children_cpu(), time.perf_counter()
+    done = subprocess.run([str(Path(workspace.env["GPU_FABRIC_ENGINE_BIN"]) / "pulumi"), *argv,
+                           "--non-interactive", "--color", "never"], cwd=workspace.project,
+                          env={**workspace.env, **(env or {})}, capture_output=True, text=True, timeout=3600)
+    wall, cpu = time.perf_counter() - wall, children_cpu() - cpu
+    if done.returncode != 0:
+        raise SystemExit(f"pulumi {' '.join(argv)} failed:\n{output_of(done)[-4000:]}")
+    return wall, cpu
+
+
+def alternate(workspace: PulumiWorkspace, variants: dict[str, tuple[list[str], dict]], runs: int,
+              warm: bool = True) -> dict[str, dict[str, list[float]]]:
+    """Every variant once untimed (``warm``), then ``runs`` rounds of each in turn: {label: {wall, cpu}}."""
+    figures = {label: {"wall": [], "cpu": []} for label in variants}
+    if warm:
+        for argv, env in variants.values():
+            timed(workspace, argv, env)
+    for _ in range(runs):
+        for label, (argv, env) in variants.items():
+            wall, cpu = timed(workspace, argv, env)
+            figures[label]["wall"].append(wall)
+            figures[label]["cpu"].append(cpu)
+    return figures
+
+
+def summary(values: list[float]) -> str:
+    return f"{statistics.median(values):6.2f} s ({min(values):.2f}-{max(values):.2f})"
+
+
+def report(title: str, figures: dict[str, dict[str, list[float]]]) -> dict[str, float]:
+    """Print each variant's medians and spread, and each variant's ratio to the first; return wall ratios."""
+    runs = len(next(iter(figures.values()))["wall"])
+    print(f"{title} ({runs} runs each, alternating; load {os.getloadavg()[0]:.2f} now)")
+    base = next(iter(figures))
+    ratios = {}
+    for label, values in figures.items():
+        line = f"  {label:<28} wall {summary(values['wall'])}   cpu {summary(values['cpu'])}"
+        if label != base:
+            wall = statistics.median(values["wall"]) / statistics.median(figures[base]["wall"])
+            cpu = statistics.median(values["cpu"]) / statistics.median(figures[base]["cpu"])
+            added = statistics.median(values["wall"]) - statistics.median(figures[base]["wall"])
+            ratios[label] = wall
+            line += (f"\n  {'':<28} {wall:.2f}x wall (+{added:.2f} s), {cpu:.2f}x cpu; target <= {TARGET:.2f}x: "
+                     f"{'met' if wall <= TARGET else 'NOT met'}")
+        print(line)
+    return ratios
+
+
+def pack_calls(scale: int, repeat: int = 3) -> dict[str, float]:
+    """CPU seconds of the pack's analyzer calls for ``render_fleet.py``'s fleet at ``scale``, in this process:
+    one ``Analyze`` per resource and one ``AnalyzeStack`` (the rendered inputs standing in for what the engine
+    sends), through pulumi_policy's servicer as the pack serves it, and through the same servicer without
+    :func:`~gpu_fabric.policies.engine_wire.share_decoding_per_call` (each policy decoding every resource again).
+    The best of ``repeat`` runs of each."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from google.protobuf import struct_pb2
+    from pulumi.runtime.proto import analyzer_pb2
+    from render_fleet import fleet
+
+    from gpu_fabric.policies import ALL_POLICIES, PACK_SETTINGS
+    from gpu_fabric.policies.engine_wire import AnalyzerServicer, decode_non_finite_numbers, share_decoding_per_call
+    from gpu_fabric.program.render import render_stack
+
+    decode_non_finite_numbers()
+    share_decoding_per_call()
+    servicer = AnalyzerServicer(PACK_SETTINGS["name"], "0.0.1", list(ALL_POLICIES), PACK_SETTINGS["enforcement_level"],
+                                None, PACK_SETTINGS["description"], "gpu-fabric", None, PACK_SETTINGS["provider"],
+                                list(PACK_SETTINGS["tags"]), None)
+    resources = render_stack(f"fleet-x{scale}", PROJECT_DIR, config=fleet(scale)).resources
+
+    def struct(props: dict) -> struct_pb2.Struct:
+        message = struct_pb2.Struct()
+        message.update(props)
+        return message
+
+    singles = [analyzer_pb2.AnalyzeRequest(type=r.type, properties=struct(r.inputs), urn=r.urn, name=r.name)
+               for r in resources]
+    stack = analyzer_pb2.AnalyzeStackRequest(resources=[analyzer_pb2.AnalyzerResource(
+        type=r.type, properties=struct(r.inputs), urn=r.urn, name=r.name, parent=r.parent) for r in resources])
+
+    def best(call) -> float:
+        times = []
+        for _ in range(repeat):
+            started = time.process_time()
+            call()
+            times.append(time.process_time() - started)
+        return min(times)
+
+    analyze, analyze_stack = AnalyzerServicer.Analyze, AnalyzerServicer.AnalyzeStack
+    return {
+        "resources": len(resources),
+        "analyze": best(lambda: [analyze(servicer, one, None) for one in singles]),
+        "analyze_unshared": best(lambda: [analyze.__wrapped__(servicer, one, None) for one in singles]),
+        "stack": best(lambda: analyze_stack(servicer, stack, None)),
+        "stack_unshared": best(lambda: analyze_stack.__wrapped__(servicer, stack, None)),
+    }
+
+
+def report_pack_calls() -> None:
+    print("the pack's analyzer calls in process (CPU, best of 3; render_fleet.py's fleet):")
+    figures = {scale: pack_calls(scale) for scale in (1, 4)}
+    for scale, f in figures.items():
+        print(f"  {scale}x {f['resources']:>5} resources  Analyze x{f['resources']}: {f['analyze']:5.2f} s "
+              f"(each policy decoding: {f['analyze_unshared']:5.2f} s)  AnalyzeStack: {f['stack']:5.2f} s "
+              f"(each policy decoding: {f['stack_unshared']:5.2f} s)")
+    total = {scale: f["analyze"] + f["stack"] for scale, f in figures.items()}
+    grow = figures[4]["resources"] / figures[1]["resources"]
+    print(f"  4x / 1x: {total[4] / total[1]:.2f} for {grow:.2f}x the resources "
+          f"({'linear' if total[4] / total[1] <= grow * 1.15 else 'NOT linear'})")
+
+
+def write_fleet_stack(workspace: PulumiWorkspace, scale: int) -> str:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from render_fleet import fleet
+
+    name = f"fleet-x{scale}"
+    (workspace.project / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": fleet(scale)}))
+    workspace.stack_init(name)
+    return name
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=7, help="timed runs of each variant for seed-rdma (default 7)")
+    parser.add_argument("--stack", default="seed-rdma", help="the example stack to preview (default seed-rdma)")
+    parser.add_argument("--fleet", action="store_true", help="also preview the synthetic fleet at 1x and 4x")
+    parser.add_argument("--fleet-runs", type=int, nargs=2, default=(3, 1), metavar=("X1", "X4"),
+                        help="timed runs of each variant for the fleet at 1x and 4x (default 3 1)")
+    parser.add_argument("--pack-calls", action="store_true",
+                        help="only time the pack's analyzer calls in process for the fleet at 1x and 4x (no engine)")
+    parser.add_argument("--no-floor", action="store_true", help="leave out the floor pack (one policy, no reads)")
+    parser.add_argument("--baseline", type=Path,
+                        help="a source root (another tree's components/) whose gpu_fabric a third variant's pack "
+                             "imports, for before/after in one run")
+    args = parser.parse_args()
+    if args.pack_calls:
+        report_pack_calls()
+        return 0
+    engine_bin = engine_bin_dir()
+    if engine_bin is None:
+        print("the engine toolchain is not built: run scripts/engine-tools", file=sys.stderr)
+        return 2
+    print(f"engine {engine_bin}; python {sys.version.split()[0]}; {os.cpu_count()} cores; "
+          f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with tempfile.TemporaryDirectory(prefix="bench-engine-") as folder:
+        scratch = Path(folder)
+        plane = ControlPlane.start(scratch / "plane", engine_bin)
+        try:
+            workspace = PulumiWorkspace.copy_of(PROJECT_DIR, scratch / "project", engine_bin, plane.kubeconfig, scratch)
+            pack = str(workspace.project / "policy")
+            floor = scratch / "floor-pack"
+            floor.mkdir()
+            for name, text in FLOOR_PACK.items():
+                (floor / name).write_text(text)
+
+            def variants(stack: str) -> dict[str, tuple[list[str], dict]]:
+                chosen = {"plain preview": (["preview", "--stack", stack], {}),
+                          "preview --policy-pack": (["preview", "--stack", stack, "--policy-pack", pack], {})}
+                if not args.no_floor:
+                    chosen["preview --policy-pack (floor)"] = (
+                        ["preview", "--stack", stack, "--policy-pack", str(floor)], {})
+                if args.baseline:
+                    chosen["preview --policy-pack (baseline)"] = (
+                        ["preview", "--stack", stack, "--policy-pack", pack],
+                        {"PYTHONPATH": str(args.baseline.resolve())})
+                return chosen
+
+            workspace.stack_init(args.stack)
+            ratios = report(args.stack, alternate(workspace, variants(args.stack), args.runs))
+            met = ratios["preview --policy-pack"] <= TARGET
+            if args.fleet:
+                added = {}
+                for scale, runs in zip((1, 4), args.fleet_runs):
+                    stack = write_fleet_stack(workspace, scale)
+                    figures = alternate(workspace, variants(stack), runs, warm=False)
+                    ratios = report(f"{stack} (render_fleet.py's fleet at {scale}x)", figures)
+                    met = met and ratios["preview --policy-pack"] <= TARGET
+                    added[scale] = (statistics.median(figures["preview --policy-pack"]["wall"])
+                                    - statistics.median(figures["plain preview"]["wall"]))
+                print(f"the pack's added wall: 1x +{added[1]:.2f} s, 4x +{added[4]:.2f} s "
+                      f"(4x / 1x {added[4] / added[1] if added[1] > 0 else float('nan'):.2f}; linear is about 4)")
+        finally:
+            plane.stop()
+    print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
