@@ -63,6 +63,19 @@ def test_rendering_an_aws_stack_loads_the_aws_components(tmp_path: Path) -> None
     assert {"pulumi_aws.ec2", "gpu_fabric.resources.efa_node_group"} <= _modules_after(code)
 
 
+@pytest.mark.parametrize("stack", ["seed-rdma", "aws-efa", "dra-efa", "karpenter-efa"])
+def test_render_imports_no_policy_module(stack: str, tmp_path: Path) -> None:
+    # render prints the stack's domains and warnings from the same view of the resources the pack reads
+    # (gpu_fabric.plan.resource_view), not from the pack: the pack and pulumi_policy are check's to load.
+    code = ("import contextlib, io\nfrom gpu_fabric.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['render', '--stack', {stack!r}, '--out', {str(tmp_path / 'out')!r}]) == 0\n")
+    modules = _modules_after(code)
+    assert "gpu_fabric.plan.efa_domains.from_resources" in modules  # it did render, and listed the domains
+    assert _heavy(modules, ("pulumi_policy",)) == []
+    assert sorted(m for m in modules if m == "gpu_fabric.policies" or m.startswith("gpu_fabric.policies.")) == []
+
+
 def test_loading_the_configuration_models_does_not_read_their_source() -> None:
     # The schema's field descriptions are read from the source only when a schema is made: importing
     # and validating with the models (every render) leaves the source files unread.
@@ -73,3 +86,11 @@ def test_loading_the_configuration_models_does_not_read_their_source() -> None:
             "assert configuration_schema()['properties']['pools']['description']\n"
             "assert any('gpu_fabric/config' in name for name in linecache.cache)\n")
     assert "gpu_fabric.config.fabric" in _modules_after(code)
+
+
+def test_packs_still_import_the_resource_view_from_the_policies() -> None:
+    # The view moved below the policies (so render need not load them); the path packs import keeps working.
+    from gpu_fabric.plan import resource_view
+    from gpu_fabric.policies import resource_view as public_path
+
+    assert all(getattr(public_path, name) is getattr(resource_view, name) for name in public_path.__all__)

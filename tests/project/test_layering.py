@@ -216,3 +216,32 @@ def test_an_upward_import_is_named_with_its_line(graph, offence) -> None:
 
 def test_a_planted_cycle_is_found() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def reachable(graph: dict[str, set[tuple[int, str]]], start: str) -> set[str]:
+    """Every package module ``start`` may import, directly or through others (deferred imports included),
+    with the ``__init__`` of each package on the way."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        todo.extend(target for _, target in graph.get(module, ()))
+        parts = module.split(".")
+        todo.extend(".".join(parts[:end]) for end in range(2, len(parts)))
+    return seen
+
+
+def test_render_reaches_no_policy_module() -> None:
+    # render summarises a stack from the view the pack reads (plan.resource_view), not from the pack; the
+    # policies (and pulumi_policy under them) are check's and lint's to load (issue 37).
+    reached = reachable(import_graph(), "gpu_fabric.cli.render")
+    assert "gpu_fabric.program.render" in reached and "gpu_fabric.plan.efa_domains.from_resources" in reached
+    assert sorted(m for m in reached if m == "gpu_fabric.policies" or m.startswith("gpu_fabric.policies.")) == []
+
+
+def test_reachability_follows_deferred_imports_and_packages() -> None:
+    graph = {"gpu_fabric.cli.render": {(3, "gpu_fabric.plan.a")}, "gpu_fabric.plan.a": {(9, "gpu_fabric.policies.b")}}
+    assert {"gpu_fabric.plan", "gpu_fabric.policies", "gpu_fabric.policies.b"} <= reachable(graph, "gpu_fabric.cli.render")

@@ -79,7 +79,8 @@ def render_or_report(stack: str, project: Path, *, preview: bool = False):
     A configuration that a mandatory policy of the pack refuses (the stack refuses it too, at
     render) is a policy violation: exit 1. Anything else the render cannot use exits 2.
     """
-    from gpu_fabric.program.render import ProjectError, StackNotFoundError, StackProgramError, render_stack
+    from gpu_fabric.program.errors import StackNotFoundError, StackProgramError
+    from gpu_fabric.program.render import ProjectError, render_stack
     from gpu_fabric.config.base import ConfigError
     from gpu_fabric.config.stack_file import StackFileError
 
@@ -105,10 +106,11 @@ def stand_in_warning(result) -> str | None:
     """The warning of a stack whose GPUStack operator is newer than every mirrored line (``0.12.0+as-0.11``):
     printed on stderr by every render, check and verify of it, ``--quiet`` or not. Read from what the components
     registered, without the policy layer (a render need not import the pack)."""
-    from gpu_fabric.gpustack.profiles import components_operator
+    from gpu_fabric.gpustack.profiles import components_operator, stand_in_findings
 
     profile, _ = components_operator(_named_operators(result))
-    return profile.stand_in_warning() if profile is not None else None
+    found = stand_in_findings(profile) if profile is not None else []
+    return "; ".join(f"{finding.path}: {finding.message} {finding.rule_tag}" for finding in found) or None
 
 
 def _named_operators(result) -> list[str]:
@@ -222,17 +224,17 @@ def unreferenced_warning_lines(result) -> list[str]:
     advisory ``kv-cache-unreferenced`` policy reports at ``check``): a warning each, naming it; and each RDMA or EFA
     ``kvTransfer`` without a router (:func:`gpu_fabric.plan.kv_cache_references.router_findings`, the same policy)."""
     from gpu_fabric.plan.kv_cache_references import router_findings, unreferenced_findings
-    from gpu_fabric.policies.resource_view import pool_facts
+    from gpu_fabric.plan.resource_view import pool_facts
 
     pools = pool_facts([r.policy_resource() for r in result.resources])
     objects = result.kubernetes_objects()
-    return [f"warning: {finding}" for finding in [*unreferenced_findings(objects, pools), *router_findings(objects)]]
+    return [f"warning: {finding} {finding.rule_tag}"
+            for finding in [*unreferenced_findings(objects, pools), *router_findings(objects)]]
 
 
 def domain_lines(rendered_resources) -> list[str]:
     """Each fabric domain as a path (role -> pool -> node group <-> members -> pool -> node group)."""
-    from gpu_fabric.policies.resource_view import Resource
-    from gpu_fabric.policies.efa_domains import describe_stack_domains
+    from gpu_fabric.plan.efa_domains.from_resources import describe_stack_domains
 
     resources = [r.policy_resource() for r in rendered_resources]
     return describe_stack_domains(resources)

@@ -7,19 +7,21 @@ question from data alone, so the components (before they register anything), the
 (from resource inputs) and ``gpu-fabric lint`` (from YAML) share one implementation.
 
 Everything here reads Kubernetes manifests as plain dicts with camelCase keys. The scheduling
-rules are the kube-scheduler's: ``nodeSelector``, required node affinity, and taints versus
-tolerations, plus the tolerations the DaemonSet controller adds to every DaemonSet pod.
+rules are the kube-scheduler's (:mod:`gpu_fabric.kube.scheduling`): ``nodeSelector``, required node
+affinity, and taints versus tolerations, plus the tolerations the DaemonSet controller adds to every
+DaemonSet pod.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Collection, Iterable, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from gpu_fabric.config import constants
 from gpu_fabric.config.shapes import mapping_at, str_at
 from gpu_fabric.config.taints import normalize_effect
 from gpu_fabric.findings import Finding, Rule
+from gpu_fabric.kube.scheduling import node_affinity_mismatch, node_selector_mismatch, untolerated_taint
 
 DEVICE_PLUGIN_COVERAGE = Rule(
     "device-plugin-coverage",
@@ -65,26 +67,6 @@ PCI_VENDOR_IDS: Mapping[str, str] = {
     "thead": "1ded",
 }
 """Accelerator manufacturer -> PCI vendor ID, as NFD spells it in its node labels."""
-
-
-# Effects that keep a pod off a node; PreferNoSchedule is only a scoring hint.
-_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
-
-# The DaemonSet controller adds these to every DaemonSet pod (pkg/controller/daemon/util), so
-# node-condition taints never keep a DaemonSet off a node even though the template omits them.
-_DAEMONSET_DEFAULT_TOLERATIONS: tuple[Mapping[str, str], ...] = (
-    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
-    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
-    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
-    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
-    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
-    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
-)
-_HOST_NETWORK_DEFAULT_TOLERATION = {
-    "key": "node.kubernetes.io/network-unavailable",
-    "operator": "Exists",
-    "effect": "NoSchedule",
-}
 
 
 def nfd_pci_label(manufacturer: str) -> str:
@@ -168,138 +150,6 @@ def _display_name(daemonset: Mapping[str, Any]) -> str:
     return f"{metadata['namespace']}/{name}" if metadata.get("namespace") else name
 
 
-def _node_selector_mismatch(node_selector: Mapping[str, str], labels: Mapping[str, str]) -> str:
-    for key in sorted(node_selector):
-        wanted = node_selector[key]
-        if key not in labels:
-            return f"nodeSelector requires {key}={wanted} but the nodes have no label {key}"
-        if labels[key] != wanted:
-            return f"nodeSelector requires {key}={wanted} but the nodes carry {key}={labels[key]}"
-    return ""
-
-
-def node_selector_matches(node_selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
-    """True when every ``key: value`` of a ``nodeSelector`` holds on a node carrying ``labels``.
-
-    The kube-scheduler's rule (exact key and value); used for DaemonSets here and for the nodes a
-    Mooncake member group selects (:mod:`gpu_fabric.plan.efa_domains`).
-    """
-    return not _node_selector_mismatch(node_selector, labels)
-
-
-def _as_int(text: str) -> int | None:
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
-
-
-def _expression_mismatch(expression: Mapping[str, Any], labels: Mapping[str, str]) -> str:
-    """Return why one ``matchExpressions`` entry fails on ``labels`` ('' when it matches)."""
-    if not isinstance(expression, Mapping):
-        return f"a matchExpressions entry must be a mapping, not {type(expression).__name__}"
-    key = expression.get("key", "")
-    operator = expression.get("operator", "")
-    raw_values = expression.get("values") or []
-    if not isinstance(key, str) or not isinstance(operator, str) or not isinstance(raw_values, list) \
-            or not all(isinstance(value, str) for value in raw_values):
-        # The API server refuses this shape (key and operator are strings, values a list of strings).
-        return f"malformed matchExpressions entry {expression!r:.80} (key and operator strings, values a list of strings)"
-    values = list(raw_values)
-    present = key in labels
-    value = labels.get(key)
-    if operator == "In":
-        if present and value in values:
-            return ""
-        if present:
-            return f"{key} In {values} but the nodes carry {key}={value}"
-        return f"{key} In {values} but the nodes have no label {key}"
-    if operator == "NotIn":
-        # An absent label satisfies NotIn, as in the scheduler.
-        return f"{key} NotIn {values} but the nodes carry {key}={value}" if present and value in values else ""
-    if operator == "Exists":
-        return "" if present else f"{key} Exists but the nodes have no label {key}"
-    if operator == "DoesNotExist":
-        return f"{key} DoesNotExist but the nodes carry {key}={value}" if present else ""
-    if operator in ("Gt", "Lt"):
-        bound = _as_int(values[0]) if len(values) == 1 else None
-        if bound is None:
-            return f"{key} {operator} needs exactly one integer value, got {values}"
-        actual = _as_int(value) if present and value is not None else None
-        if actual is None:
-            return f"{key} {operator} {bound} but the nodes have no integer label {key}"
-        matches = actual > bound if operator == "Gt" else actual < bound
-        return "" if matches else f"{key} {operator} {bound} but the nodes carry {key}={value}"
-    return f"unknown node selector operator {operator!r} on {key}"
-
-
-def _term_mismatch(term: Mapping[str, Any], labels: Mapping[str, str]) -> str:
-    if not isinstance(term, Mapping):
-        return f"a node selector term must be a mapping, not {type(term).__name__}"
-    expressions = term.get("matchExpressions") or []
-    if not isinstance(expressions, list):
-        return f"matchExpressions must be a list, not {type(expressions).__name__}"
-    if term.get("matchFields"):
-        # matchFields can only name metadata.name, i.e. pin individual nodes; a pool's node
-        # names are unknown before the nodes exist.
-        return "matchFields pins named nodes, which a pool's future nodes cannot be known to match"
-    if not expressions:
-        return "an empty node selector term matches no node"
-    for expression in expressions:
-        reason = _expression_mismatch(expression, labels)
-        if reason:
-            return reason
-    return ""
-
-
-def _node_affinity_mismatch(pod_spec: Mapping[str, Any], labels: Mapping[str, str]) -> str:
-    node_affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
-    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required is None:
-        return ""
-    reasons = [_term_mismatch(term, labels) for term in required.get("nodeSelectorTerms") or []]
-    if not reasons:
-        return "required node affinity has no nodeSelectorTerms and matches no node"
-    if any(reason == "" for reason in reasons):
-        return ""
-    return "required node affinity: " + " | ".join(reasons)
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """Kubernetes' ``Toleration.ToleratesTaint``, with EKS effect spelling accepted on both sides."""
-    toleration_effect = toleration.get("effect") or ""
-    # A policy's value unknown at preview is not a string: an effect we cannot read restricts nothing.
-    if isinstance(toleration_effect, str) and toleration_effect and isinstance(taint.get("effect"), str) \
-            and normalize_effect(toleration_effect) != normalize_effect(taint["effect"]):
-        return False
-    toleration_key = toleration.get("key") or ""
-    # An empty key (only valid with Exists) matches every key.
-    if toleration_key and toleration_key != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    return (toleration.get("value") or "") == (taint.get("value") or "")
-
-
-def _describe_taint(taint: Mapping[str, Any]) -> str:
-    value = taint.get("value")
-    key = f"{taint.get('key')}={value}" if value else str(taint.get("key"))
-    return f"{key}:{normalize_effect(taint.get('effect', ''))}"
-
-
-def _untolerated_taint(pod_spec: Mapping[str, Any], taints: Iterable[Mapping[str, Any]], *, daemonset: bool = True) -> str:
-    tolerations = [*(pod_spec.get("tolerations") or []), *(_DAEMONSET_DEFAULT_TOLERATIONS if daemonset else ())]
-    if daemonset and pod_spec.get("hostNetwork"):
-        tolerations.append(_HOST_NETWORK_DEFAULT_TOLERATION)
-    for taint in taints:
-        if normalize_effect(taint.get("effect", "")) not in _BLOCKING_EFFECTS:
-            continue
-        if not any(tolerates(toleration, taint) for toleration in tolerations):
-            return f"taint {_describe_taint(taint)} is not tolerated"
-    return ""
-
-
 def daemonset_schedules_on(
     daemonset: Mapping[str, Any],
     labels: Mapping[str, str],
@@ -314,9 +164,9 @@ def daemonset_schedules_on(
     """
     pod_spec = _pod_spec(daemonset)
     for reason in (
-        _node_selector_mismatch(pod_spec.get("nodeSelector") or {}, labels),
-        _node_affinity_mismatch(pod_spec, labels),
-        _untolerated_taint(pod_spec, taints),
+        node_selector_mismatch(pod_spec.get("nodeSelector") or {}, labels),
+        node_affinity_mismatch(pod_spec, labels),
+        untolerated_taint(pod_spec, taints),
     ):
         if reason:
             return False, reason
@@ -349,9 +199,9 @@ def pod_placement_refusal(
     so a caller never reads it out of the reason's text.
     """
     for where, reason in (
-        ("nodeSelector", _node_selector_mismatch(pod_spec.get("nodeSelector") or {}, labels)),
-        ("affinity.nodeAffinity", _node_affinity_mismatch(pod_spec, labels)),
-        ("tolerations", _untolerated_taint(pod_spec, taints, daemonset=False)),
+        ("nodeSelector", node_selector_mismatch(pod_spec.get("nodeSelector") or {}, labels)),
+        ("affinity.nodeAffinity", node_affinity_mismatch(pod_spec, labels)),
+        ("tolerations", untolerated_taint(pod_spec, taints, daemonset=False)),
     ):
         if reason:
             return where, reason

@@ -1,7 +1,7 @@
 """What an inference engine's command line and environment say about its KV-cache transfer (pure, data-driven).
 
 A container's ``command`` + ``args`` (or the script of a ``sh -c`` / ``bash -lc`` wrapper, seen
-through ``tini --``, ``dumb-init``, ``exec`` and ``env -u X NAME=value`` in front) and its ``env`` are read into one :class:`EngineSettings`: the KV connector, the NIXL backends and every
+through ``tini --``, ``dumb-init``, ``exec`` and ``env -u X NAME=value`` in front: :mod:`gpu_fabric.kube.command_line`) and its ``env`` are read into one :class:`EngineSettings`: the KV connector, the NIXL backends and every
 environment variable, each with the manifest path it came from, so a rule can name the field.
 
 The flags are a table (:data:`FLAGS`), not code: each row says which flag, how its value is spelt,
@@ -22,20 +22,16 @@ and which setting it fills. Rows and their sources:
 
 from __future__ import annotations
 
-import shlex
-from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from gpu_fabric.config import bounded_json
 from gpu_fabric.config.bounded_json import JSONBoundsError
+from gpu_fabric.kube.command_line import ASSIGN, CLEAR, UNSET, WORD, command_words, container_words
 
 NIXL_CONNECTOR = "NixlConnector"
 NIXL_DEFAULT_BACKENDS = ("UCX",)
 """NixlConnector's and NIXL's backend when none is named (see the module docstring)."""
-
-SHELLS = ("sh", "bash", "dash", "zsh")
-"""Programs (by file name) whose ``-c`` script is itself a command line to read."""
 
 
 @dataclass(frozen=True)
@@ -131,186 +127,8 @@ class EngineSettings:
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading a container
+# Reading a container (its command line's words: gpu_fabric.kube.command_line)
 # ---------------------------------------------------------------------------------------------
-
-
-WRAPPERS: Mapping[str, frozenset[str]] = {
-    # krallin/tini src/tini.c (getopt "+p:hvwgle:s"): -p SIGNAL and -e EXIT_CODE take a value; "--" or
-    # the first word that is no option starts the program.
-    "tini": frozenset({"-p", "-e"}),
-    "tini-static": frozenset({"-p", "-e"}),
-    "docker-init": frozenset({"-p", "-e"}),
-    # Yelp/dumb-init dumb-init.c (getopt_long "+hvVcr:"): -r/--rewrite s:r takes a value.
-    "dumb-init": frozenset({"-r", "--rewrite"}),
-    # POSIX sh `exec [-cl] [-a name] command` (bash builtin) and coreutils nohup: the rest is the command.
-    "exec": frozenset({"-a"}),
-    "nohup": frozenset(),
-}
-"""Programs (by file name) that run the command after their own options, which take values as listed."""
-
-ENV_VALUE_OPTIONS = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
-"""coreutils ``env`` options that take a value (``env --help``); ``-u NAME`` removes NAME, ``-S`` splits its string."""
-
-MAX_SCRIPT_NESTING = 8
-"""Shell scripts inside shell scripts read this deep; deeper ones are read as plain words."""
-
-_WORD, _SEPARATOR, _ASSIGN, _UNSET, _CLEAR, _SCRIPT_END = range(6)
-"""Kinds of the words :func:`_command_words` yields: a word of a command, a separator, ``NAME=value``
-(environment), ``env -u NAME``, ``env -i`` (an empty environment), and the end of a ``-c`` script."""
-
-
-def _container_words(container: Mapping[str, Any], path: str) -> list[tuple[str, str]]:
-    """``(word, path)`` for every word of the container's ``command`` then ``args``."""
-    words: list[tuple[str, str]] = []
-    for key in ("command", "args"):
-        value = container.get(key)
-        if isinstance(value, list):
-            words.extend((str(item), f"{path}.{key}[{i}]") for i, item in enumerate(value) if isinstance(item, (str, int, float)))
-    return words
-
-
-def _command_words(words: list[tuple[str, str]]) -> list[tuple[int, str, str]]:
-    """``(kind, word, path)`` of a command line as the engine process receives it.
-
-    Wrappers in front of a command (``tini --``, ``dumb-init``, ``exec``, ``env -u X NAME=value``)
-    are seen through: their options are dropped, ``env``'s assignments become environment and its
-    ``-u``/``-i`` remove it. A shell's ``-c`` script (``sh -c``, ``bash -lc``, also behind a wrapper)
-    is split as the shell would and read as commands of its own; its own ``NAME=value`` prefixes
-    are environment. Every word is handled once (scripts are pushed in front of the queue), so a
-    command line of any length is read in linear time.
-    """
-    queue: deque[tuple[int, str, str]] = deque((_WORD, word, where) for word, where in words)
-    out: list[tuple[int, str, str]] = []
-    at_command_start = True
-    nesting = 0
-
-    def push_front(tokens: list[str], where: str, end: tuple[int, str, str] | None = None) -> None:
-        if end is not None:
-            queue.appendleft(end)
-        queue.extendleft((_WORD, token, where) for token in reversed(tokens))
-
-    def take_options(valued: frozenset[str]) -> None:
-        # Drop a wrapper's own options; the first word that is no option is the wrapped program.
-        while queue and queue[0][0] == _WORD and queue[0][1].startswith("-") and queue[0][1] not in _SEPARATORS:
-            _, option, _ = queue.popleft()
-            if option == "--":
-                return
-            if option in valued and queue:
-                queue.popleft()
-
-    while queue:
-        kind, word, where = queue.popleft()
-        if kind == _SCRIPT_END:
-            # The words after a -c script are its $0, $1 ...: arguments ("$@"), no command of their own.
-            out.append((_SEPARATOR, ";", where))
-            nesting -= 1
-            at_command_start = False
-            continue
-        if word in _SEPARATORS:
-            out.append((_SEPARATOR, word, where))
-            at_command_start = True
-            continue
-        if not at_command_start:
-            out.append((_WORD, word, where))
-            continue
-        if word == "export":
-            continue
-        if _is_assignment(word):
-            out.append((_ASSIGN, word, where))
-            continue
-        program = word.rsplit("/", 1)[-1]
-        if program in WRAPPERS:
-            take_options(WRAPPERS[program])
-            continue
-        if program == "env":
-            _env_options(queue, out, push_front)
-            continue
-        out.append((_WORD, word, where))
-        at_command_start = False
-        if program in SHELLS:
-            script = _shell_script(queue, out)
-            if script is not None:
-                text, script_where = script
-                if nesting < MAX_SCRIPT_NESTING:
-                    nesting += 1
-                    out.append((_SEPARATOR, ";", script_where))
-                    push_front(_split_script(text), script_where, (_SCRIPT_END, "", script_where))
-                    at_command_start = True
-                else:
-                    out.append((_WORD, text, script_where))
-    return out
-
-
-def _env_options(queue: deque[tuple[int, str, str]], out: list[tuple[int, str, str]],
-                 push_front: Callable[[list[str], str], None]) -> None:
-    """Read ``env``'s options off ``queue``: ``-i``/``-`` empty the environment, ``-u NAME`` removes one."""
-    while queue and queue[0][0] == _WORD:
-        _, option, option_where = queue[0]
-        if option in _SEPARATORS or not option.startswith("-"):
-            return
-        queue.popleft()
-        if option == "--":
-            return
-        if option in ("-", "-i", "--ignore-environment"):
-            out.append((_CLEAR, option, option_where))
-            continue
-        name, equals, inline = option.partition("=")
-        if option.startswith("--") and not equals:
-            name, inline = option, ""
-        elif not option.startswith("--") and len(option) > 2 and option[:2] in ENV_VALUE_OPTIONS:
-            name, inline, equals = option[:2], option[2:], "="  # -uNAME
-        if name not in ENV_VALUE_OPTIONS:
-            continue  # -0, -v, --debug, --ignore-signal ...
-        if not equals:
-            if not queue or queue[0][0] != _WORD:
-                return
-            inline, option_where = queue.popleft()[1:]
-        if name in ("-u", "--unset"):
-            out.append((_UNSET, inline, option_where))
-        elif name in ("-S", "--split-string"):
-            # env -S 'A=b cmd --flag': the string's words come first, then the rest of the line.
-            push_front(_split_script(inline), option_where)
-
-
-def _shell_script(queue: deque[tuple[int, str, str]], out: list[tuple[int, str, str]]) -> tuple[str, str] | None:
-    """After a shell's name: pass its options to ``out`` and take its ``-c`` script off ``queue``, if any."""
-    wants_script = False
-    while queue and queue[0][0] == _WORD:
-        option = queue[0][1]
-        if option == "--":
-            queue.popleft()
-            break
-        if not option.startswith(("-", "+")) or option in ("-", "+") or option in _SEPARATORS:
-            break
-        out.append(queue.popleft())
-        if option in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") and queue and queue[0][0] == _WORD:
-            out.append(queue.popleft())  # the option's value (set -o pipefail, bash --rcfile FILE)
-        elif not option.startswith("--") and "c" in option[1:]:
-            wants_script = True
-    if wants_script and queue and queue[0][0] == _WORD:
-        _, text, where = queue.popleft()
-        return text, where
-    return None
-
-
-def _split_script(script: str) -> list[str]:
-    """The words of a shell script; ``;``, ``&&``, ``|`` and ``&`` become words of their own."""
-    lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        return [token.replace("\\\n", "") for token in lexer]
-    except ValueError:
-        # An unbalanced quote: the shell would refuse the script too; read it word by word.
-        return script.split()
-
-
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")"})
-
-
-def _is_assignment(word: str) -> bool:
-    name, equals, _ = word.partition("=")
-    return bool(equals) and name.isidentifier() and name.upper() == name
 
 
 def _parse_value(text: str) -> Any:
@@ -342,20 +160,20 @@ def _read_flags(words: list[tuple[int, str, str]], settings: EngineSettings) -> 
     while index < len(words):
         kind, word, where = words[index]
         index += 1
-        if kind == _ASSIGN:
+        if kind == ASSIGN:
             name, _, value = word.partition("=")
             settings.env[name] = Setting(value, where)
             settings.referenced_env.pop(name, None)
             continue
-        if kind == _UNSET:
+        if kind == UNSET:
             settings.env.pop(word, None)
             settings.referenced_env.pop(word, None)
             continue
-        if kind == _CLEAR:
+        if kind == CLEAR:
             settings.env.clear()
             settings.referenced_env.clear()
             continue
-        if kind != _WORD or not word.startswith("--"):
+        if kind != WORD or not word.startswith("--"):
             continue
         name, equals, inline = word.partition("=")
         for flag in FLAGS:
@@ -375,7 +193,7 @@ def _apply(flag: Flag, name: str, inline: str | None, words: list[tuple[int, str
             return inline, 0
         if index < len(words):
             kind, following, _ = words[index]
-            if kind == _WORD and not following.startswith("--"):
+            if kind == WORD and not following.startswith("--"):
                 return following, 1
         return None, 0
 
@@ -426,7 +244,7 @@ def _apply(flag: Flag, name: str, inline: str | None, words: list[tuple[int, str
     if inline is None:
         for position in range(index, len(words)):
             kind, word, _ = words[position]
-            if kind != _WORD or word.startswith("-"):
+            if kind != WORD or word.startswith("-"):
                 break
             values.append(word)
             used += 1
@@ -459,6 +277,5 @@ def read_container(container: Mapping[str, Any], path: str) -> EngineSettings:
     """
     settings = EngineSettings()
     _read_env(container, path, settings)
-    _read_flags(_command_words(_container_words(container, path)), settings)
+    _read_flags(command_words(container_words(container, path)), settings)
     return settings
-

@@ -20,17 +20,13 @@ from properties:
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Sequence
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.aws.karpenter import (
-    EC2_NODE_CLASS_API_VERSION,
-    EC2_NODE_CLASS_KIND,
     INSTANCE_TYPE_KEY,
     KARPENTER_EFA_POOL,
-    NODE_POOL_API_VERSION,
-    NODE_POOL_KIND,
     ZONE_KEY,
     karpenter_interface_findings,
     public_ip_findings,
@@ -41,39 +37,19 @@ from gpu_fabric.aws.karpenter import (
 from gpu_fabric.findings import Finding
 from gpu_fabric.policies.efa_interfaces import ALLOW_FEWER_EFA_INTERFACES, allows_fewer_efa_interfaces
 from gpu_fabric.policies.reporting import report_finding
-from gpu_fabric.config.shapes import as_list, as_mapping, known_str, rests_on_unknown
+from gpu_fabric.config.shapes import as_mapping, known_str, rests_on_unknown
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import EFA_INTERFACE_TYPES, SECURITY_GROUP_TYPE, Resource
+from gpu_fabric.plan.karpenter_resources import (
+    efa_interface_count,
+    node_class_interfaces,
+    node_class_of,
+    node_classes,
+    node_pools,
+    selected_stack_groups,
+)
+from gpu_fabric.plan.resource_view import Resource
 
 KARPENTER_POOL_TYPE = "gpu-fabric:index:KarpenterEfaPool"
-
-
-def _is(resource: Resource, api_version: str, kind: str) -> bool:
-    return resource.is_kubernetes_object and resource.props.get("apiVersion") == api_version and resource.kind == kind
-
-
-def node_classes(resources: Sequence[Resource]) -> list[Resource]:
-    """The stack's EC2NodeClass objects."""
-    return [r for r in resources if _is(r, EC2_NODE_CLASS_API_VERSION, EC2_NODE_CLASS_KIND)]
-
-
-def node_pools(resources: Sequence[Resource]) -> list[Resource]:
-    """The stack's NodePool objects."""
-    return [r for r in resources if _is(r, NODE_POOL_API_VERSION, NODE_POOL_KIND)]
-
-
-def _interfaces(node_class: Resource) -> list[Mapping[str, Any]]:
-    return [as_mapping(i) for i in as_list(node_class.spec.get("networkInterfaces"))]
-
-
-def _efa_count(node_class: Resource) -> int:
-    return sum(1 for i in _interfaces(node_class) if i.get("interfaceType") in EFA_INTERFACE_TYPES)
-
-
-def _node_class_of(pool: Resource, classes: Sequence[Resource]) -> Optional[Resource]:
-    ref = as_mapping(as_mapping(as_mapping(pool.spec.get("template")).get("spec")).get("nodeClassRef"))
-    name = known_str(ref.get("name"))
-    return next((c for c in classes if c.object_name == name), None)
 
 
 def layout_findings(node_class: Resource, instance_types: Sequence[str], allow_fewer: bool = False) -> list[str]:
@@ -86,7 +62,7 @@ def layout_findings(node_class: Resource, instance_types: Sequence[str], allow_f
     from gpu_fabric.aws.catalog.types import UnknownInstanceTypeError
     from gpu_fabric.aws.efa import validate_plan
 
-    interfaces = _interfaces(node_class)
+    interfaces = node_class_interfaces(node_class)
     problems = []
     for name in instance_types:
         try:
@@ -94,57 +70,21 @@ def layout_findings(node_class: Resource, instance_types: Sequence[str], allow_f
         except UnknownInstanceTypeError:
             continue
         maximum = int(((info.get("NetworkInfo") or {}).get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0))
-        efa_count = (min(_efa_count(node_class), maximum) or None) if allow_fewer else None
+        efa_count = (min(efa_interface_count(node_class), maximum) or None) if allow_fewer else None
         for problem in validate_plan(info, interfaces, efa_count=efa_count):
             problems.append(f"EC2NodeClass {node_class.object_name}: instanceTypes {name}: {problem} -- one NodeClass "
                             "carries one EFA layout; give instance types whose EFA cards differ a pool each")
     return problems
 
 
-def _selected_stack_groups(node_class: Resource, resources: Sequence[Resource]) -> Optional[list[Resource]]:
-    """Security groups of this stack the NodeClass's spec is built from (``None``: the engine did not say)."""
-    dependencies = node_class.property_dependencies.get("spec")
-    if dependencies is None:
-        return None
-    by_urn = {r.urn: r for r in resources}
-    return [by_urn[urn] for urn in dependencies if urn in by_urn and by_urn[urn].type == SECURITY_GROUP_TYPE]
-
-
-def node_class_security_groups(node_class: Resource, resources: Sequence[Resource]) -> list[Resource]:
-    """The stack's security groups an EFA NodeClass selects (by the engine's property dependencies of ``spec``;
-    without them, the groups registered beside it). Groups outside the stack (known ``sg-...`` ids) are not
-    counted: their rules cannot be read here."""
-    if not _efa_count(node_class):
-        return []
-    selected = _selected_stack_groups(node_class, resources)
-    if selected is not None:
-        return selected
-    return [r for r in resources if r.type == SECURITY_GROUP_TYPE and r.parent and r.parent == node_class.parent]
-
-
-def efa_node_classes(resources: Sequence[Resource]) -> list[Resource]:
-    """The stack's EC2NodeClasses that carry EFA interfaces."""
-    return [node_class for node_class in node_classes(resources) if _efa_count(node_class)]
-
-
-def node_pool_security_groups(node_pool_name: str, resources: Sequence[Resource]) -> Optional[list[Resource]]:
-    """The stack's security groups on the nodes of NodePool ``node_pool_name`` (``None``: no such EFA NodePool)."""
-    classes = node_classes(resources)
-    pool = next((p for p in node_pools(resources) if p.object_name == node_pool_name), None)
-    node_class = _node_class_of(pool, classes) if pool is not None else None
-    if node_class is None or not _efa_count(node_class):
-        return None
-    return node_class_security_groups(node_class, resources)
-
-
 def security_group_findings(node_class: Resource, resources: Sequence[Resource]) -> list[str]:
     """An EFA NodeClass must select the EFA security group this stack creates."""
-    if not _efa_count(node_class):
+    if not efa_interface_count(node_class):
         return []
-    selected = _selected_stack_groups(node_class, resources)
+    selected = selected_stack_groups(node_class, resources)
     if selected is None or selected:
         return []  # None: the engine did not say where the spec's values come from, so nothing to refuse
-    return [f"EC2NodeClass {node_class.object_name} has {_efa_count(node_class)} EFA interfaces but selects no EFA "
+    return [f"EC2NodeClass {node_class.object_name} has {efa_interface_count(node_class)} EFA interfaces but selects no EFA "
             "security group of this stack (the EFA domain's group, or the pool's own, with all traffic to and from "
             "itself): EFA traffic between its nodes would be dropped"]
 
@@ -160,14 +100,14 @@ def karpenter_problems(resources: Sequence[Resource], allow_fewer: bool = False)
     classes = node_classes(resources)
     findings: list[tuple[str, str]] = []
     for node_class in classes:
-        for problem in [*karpenter_interface_findings(_interfaces(node_class)),
-                        *public_ip_findings(node_class.spec.get("associatePublicIPAddress"), _efa_count(node_class)),
+        for problem in [*karpenter_interface_findings(node_class_interfaces(node_class)),
+                        *public_ip_findings(node_class.spec.get("associatePublicIPAddress"), efa_interface_count(node_class)),
                         ]:
             findings.append((f"EC2NodeClass {node_class.object_name}: {problem}", node_class.urn))
         findings.extend((problem, node_class.urn) for problem in security_group_findings(node_class, resources))
     for pool in node_pools(resources):
-        pool_class = _node_class_of(pool, classes)
-        if pool_class is None or not _efa_count(pool_class):
+        pool_class = node_class_of(pool, classes)
+        if pool_class is None or not efa_interface_count(pool_class):
             continue
         types = requirement_values({"spec": pool.spec}, INSTANCE_TYPE_KEY) or []
         # The EFA count and the zone pin are decided over the whole list: an unknown interface or

@@ -14,176 +14,28 @@ import json
 import os
 import re
 import runpy
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-
-import traceback
-
 from gpu_fabric.config.base import ConfigError
-from gpu_fabric.config.secrets import SECRET_PLACEHOLDER, hide_secure
+from gpu_fabric.config.secrets import hide_secure
 from gpu_fabric.config.stack_file import StackFileError
 from gpu_fabric.program.collector import collector_paused
+from gpu_fabric.program.errors import (
+    StackNotFoundError,
+    StackProgramError,
+    program_exit,
+    program_failure,
+    registration_failure,
+)
 from gpu_fabric.program.isolation import ProgramExited, exits_refused, stdout_to_stderr
 from gpu_fabric.program.project import DEFAULT_PROJECT_NAME, ProjectError, read_project
+from gpu_fabric.program.rendered import RenderedResource, RenderResult, plain_value
 
 PROJECT_NAME = DEFAULT_PROJECT_NAME
 """The project name of a folder without ``Pulumi.yaml`` (this repository's own); see :mod:`gpu_fabric.program.project`."""
 CONFIG_NAMESPACE = "gpu-fabric"
 """The configuration namespace the stack program reads (``gpu-fabric:*``), whatever the project is named."""
-
-
-class StackNotFoundError(FileNotFoundError):
-    """The stack's ``Pulumi.<stack>.yaml`` does not exist."""
-
-
-class StackProgramError(RuntimeError):
-    """The stack program itself raised (a team's own code): said in one line naming the program's file and
-    line and the exception, instead of a traceback through gpu-fabric and Pulumi's runtime."""
-
-
-def _program_failure(path: str, error: Exception) -> StackProgramError:
-    text = " ".join(str(error).split()) or "(no message)"
-    return StackProgramError(f"the stack program {path} raised {type(error).__name__}{_location(path, error)}: {text}")
-
-
-def _program_frames(path: str, error: BaseException) -> list[traceback.FrameSummary]:
-    return [frame for frame in traceback.extract_tb(error.__traceback__)
-            if Path(frame.filename).resolve() == Path(path).resolve()]
-
-
-def _at(frames: list[traceback.FrameSummary]) -> str:
-    """`` at FILE:LINE`` of the last of ``frames`` (nothing when there is none)."""
-    return f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-
-
-def _location(path: str, error: BaseException) -> str:
-    """`` at FILE:LINE``: the program's last frame in ``error``'s traceback, else its last frame at all."""
-    return _at(_program_frames(path, error) or traceback.extract_tb(error.__traceback__))
-
-
-_PULUMI_RESOURCE_LINE = re.compile(r"While processing resource: '([^']*)', type: '([^']*)'")
-_PULUMI_RISEN = re.compile(r"(\w+) has risen: ")
-
-
-def _causes(error: BaseException) -> list[BaseException]:
-    """``error`` and what it was raised from, outermost first (a cycle ends the walk)."""
-    chain: list[BaseException] = []
-    current: Optional[BaseException] = error
-    while current is not None and all(current is not seen for seen in chain):
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    return chain
-
-
-def _registration_failure(path: str, error: Exception) -> Exception:
-    """An error that left the program's registrations after its body returned (an ``apply`` callback that
-    raised, an input that could not be serialized): Pulumi wraps it in ``ValueError("While processing
-    resource: ...")`` layers (pulumi/pulumi sdk/python/lib/pulumi/runtime/resource.py, ``do_register``).
-
-    Where the chain still holds gpu-fabric's own refusal, it is raised as it is (reported at its configuration
-    path). Anything else becomes one line: the innermost error, where in the program it was raised (when a
-    frame of the program is left), and the resource Pulumi was registering. Pulumi does not always keep the
-    chain: ``wait_for_rpcs`` (sdk/python/lib/pulumi/runtime/stack.py) re-raises a failed registration's
-    ``ValueError`` from itself, so an error raised in an ``apply`` arrives as that ValueError's text alone.
-    """
-    chain = _causes(error)
-    own = next((cause for cause in chain if isinstance(cause, (ConfigError, StackFileError, StackProgramError))), None)
-    if own is not None:
-        return own
-    root = chain[-1]
-    # Pulumi keeps no frame of an ``apply`` callback that raised; where none of the program's frames is left,
-    # the line names the resource instead of pointing into Pulumi's own code.
-    where = _at(next((frames for cause in reversed(chain) if (frames := _program_frames(path, cause))), []))
-    resource = next((match for cause in chain if (match := _PULUMI_RESOURCE_LINE.search(str(cause)))), None)
-    registering = f" while registering {resource.group(2)} {resource.group(1)!r}" if resource else ""
-    kind, text = type(root).__name__, str(root)
-    # Pulumi may fold the chain into one message ("While processing ...\nValueError has risen: <inner>"):
-    # the innermost layer is the program's own error.
-    if layers := list(_PULUMI_RISEN.finditer(text)):
-        kind, text = layers[-1].group(1), text[layers[-1].end():]
-    text = " ".join(text.split()) or "(no message)"
-    return StackProgramError(f"the stack program {path} raised {kind}{where}{registering}: {text}")
-
-
-@dataclass(frozen=True)
-class RenderedResource:
-    """One resource the program registered."""
-
-    type: str
-    name: str
-    parent: str
-    """URN of the parent resource ("" for the stack itself)."""
-    custom: bool
-    inputs: dict[str, Any]
-    urn: str
-    """The URN the engine computes: the parent's full type chain, ``$``, this type (``gpu_fabric.program.urn``)."""
-    dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Input name -> URNs its value came from (what the engine sends policies as property dependencies)."""
-    replace_on_changes: tuple[str, ...] = ()
-    """Input paths declared with ``ResourceOptions.replace_on_changes``."""
-    ignore_changes: tuple[str, ...] = ()
-    """Input paths declared with ``ResourceOptions.ignore_changes``."""
-    depends_on: tuple[str, ...] = ()
-    """URNs of every resource it waits for (``depends_on`` and input references), as the engine records them."""
-    retain_on_delete: bool = False
-    """Declared with ``ResourceOptions.retain_on_delete``: the engine never deletes it."""
-    computed: dict[str, Any] = field(default_factory=dict)
-    """What the provider computes (``id`` and outputs that are not inputs), as the offline mocks answer."""
-    provider: str = ""
-    """URN of the explicit provider resource that manages it ("" for a default provider)."""
-    aliases: tuple[str, ...] = ()
-    registered_outputs: Optional[dict[str, Any]] = None
-    """A component's ``register_outputs``: what the engine's ``AnalyzeStack`` sends for it."""
-    """URNs the resource was known by before (``ResourceOptions.aliases``), resolved as the engine does."""
-
-    @property
-    def public_inputs(self) -> dict[str, Any]:
-        """``inputs`` with every secret value replaced by ``[secret]``: what may be written to a file."""
-        return _secrets(self.inputs, reveal=False)
-
-    @property
-    def policy_inputs(self) -> dict[str, Any]:
-        """``inputs`` with secrets unwrapped, as the analyzer hands them to a policy."""
-        return _secrets(self.inputs, reveal=True)
-
-    def policy_resource(self):
-        """This resource as the policy pack receives it: inputs for ``Analyze``, and for ``AnalyzeStack``
-        a component's registered outputs (:attr:`Resource.stack_props`)."""
-        from gpu_fabric.policies.resource_view import Resource
-
-        stack_props = None if self.registered_outputs is None else _secrets(self.registered_outputs, reveal=True)
-        return Resource(self.type, self.name, self.urn, self.policy_inputs, self.parent, self.dependencies, stack_props)
-
-    @property
-    def is_kubernetes_object(self) -> bool:
-        """True for pulumi-kubernetes resources that carry a full manifest."""
-        return self.type.startswith("kubernetes:") and "apiVersion" in self.inputs and "kind" in self.inputs
-
-    @property
-    def is_patch(self) -> bool:
-        """True for server-side-apply patches (objects adopted rather than owned)."""
-        return self.type.endswith("Patch")
-
-
-@dataclass
-class RenderResult:
-    """Everything one run of the program registered, in URN order."""
-
-    stack: str
-    resources: list[RenderedResource] = field(default_factory=list)
-
-    def kubernetes_objects(self) -> list[dict[str, Any]]:
-        """The manifests of every Kubernetes resource."""
-        return [r.inputs for r in self.resources if r.is_kubernetes_object]
-
-    def kinds(self) -> dict[str, int]:
-        """Number of Kubernetes objects per kind."""
-        counts: dict[str, int] = {}
-        for manifest in self.kubernetes_objects():
-            counts[manifest["kind"]] = counts.get(manifest["kind"], 0) + 1
-        return dict(sorted(counts.items()))
 
 
 # Pulumi's rule for stack names: alphanumerics, hyphens, underscores and periods (pulumi stack init).
@@ -212,12 +64,8 @@ def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
     into JSON configuration raises ``StackFileError`` naming the file and the problem.
     """
     path = stack_config_path(project_dir, stack)
-    if not path.is_file():
-        from gpu_fabric.config.suggestions import did_you_mean
-
-        available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
-        raise StackNotFoundError(f"no stack {stack!r}: {path} does not exist (stacks: {', '.join(available) or 'none'})"
-                                 + did_you_mean(stack, available) + read_project(project_dir).stack_file_hint(stack))
+    if not path.is_file():  # absent, or a FIFO, folder or link loop: the project says which
+        raise StackNotFoundError(read_project(project_dir).stack_file_refusal(stack, path))
     from gpu_fabric.config.stack_file import read_stack_file
 
     return read_stack_file(path, CONFIG_NAMESPACE)
@@ -226,40 +74,6 @@ def load_stack_config(project_dir: Path, stack: str) -> dict[str, Any]:
 def _engine_encoding(value: Any) -> str:
     # The engine hands a program every config value as a string, structured ones JSON-encoded.
     return value if isinstance(value, str) else json.dumps(value)
-
-
-# SECRET_PLACEHOLDER (config.secrets): what a render writes in place of a secret value (a Pulumi secret
-# stays secret in the files), and what every offline command reads a ``secure:`` value as.
-
-
-def _plain(value: Any) -> Any:
-    """Undo the wire's number encoding (every number is a double); unknowns become the engine's
-    unknown sentinel (as a policy sees them at preview). Secrets keep the wire's secret wrapper."""
-    from pulumi.output import Unknown
-    from pulumi.runtime import rpc
-
-    if isinstance(value, Unknown):
-        return rpc.UNKNOWN
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return value
-
-
-def _secrets(value: Any, reveal: bool) -> Any:
-    """Every wire-format secret replaced by its value (``reveal``) or by :data:`SECRET_PLACEHOLDER`."""
-    from pulumi.runtime import rpc
-
-    if rpc.is_rpc_secret(value):
-        return _secrets(rpc.unwrap_rpc_secret(value), reveal) if reveal else SECRET_PLACEHOLDER
-    if isinstance(value, dict):
-        return {key: _secrets(item, reveal) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_secrets(item, reveal) for item in value]
-    return value
 
 
 def _alias_urns(request: Any, stack: str, project: str) -> tuple[str, ...]:
@@ -295,7 +109,7 @@ def _references_as_analyzers_see_them(value: Any) -> Any:
 
 def _computed(inputs: dict[str, Any], id_: Optional[str], state: dict[str, Any]) -> dict[str, Any]:
     """The id and the outputs that are not echoed inputs: what only the provider knows."""
-    computed = {key: _plain(value) for key, value in (state or {}).items() if key not in inputs}
+    computed = {key: plain_value(value) for key, value in (state or {}).items() if key not in inputs}
     if id_:
         computed["id"] = id_
     return computed
@@ -350,7 +164,7 @@ def render_stack(
             except (ConfigError, StackFileError):
                 raise  # gpu-fabric's own refusals, reported at their configuration paths
             except Exception as error:  # noqa: BLE001 - the team's program: one line, not a traceback
-                raise _program_failure(path, error) from error
+                raise program_failure(path, error) from error
     values = config if config is not None else load_stack_config(project.folder, stack)
     environment: contextlib.AbstractContextManager[None] = contextlib.nullcontext() if ask_ec2 else hermetic_environment()
     try:
@@ -361,13 +175,13 @@ def render_stack(
     except (SystemExit, ProgramExited) as exited:
         # Caught here, not around the program's call alone: an exit inside an ``apply`` callback
         # leaves through Pulumi's event loop, after the program function has returned.
-        raise _program_exit(where, exited) from None
+        raise program_exit(where, exited) from None
     except (ConfigError, StackFileError, StackProgramError):
         raise
     except Exception as error:
         if program is not None:
             raise  # a caller's harness: its errors are its own to read
-        raise _registration_failure(path, error) from error
+        raise registration_failure(path, error) from error
     if not result.resources and program is None:
         # The project's program (what every command runs) must register something; a ``program``
         # function is a caller's harness, which may test that nothing gets registered.
@@ -437,15 +251,6 @@ def _unretrieved_exits_ignored(loop: Any, context: dict[str, Any]) -> None:
     if isinstance(context.get("exception"), (SystemExit, ProgramExited)):
         return
     loop.default_exception_handler(context)
-
-
-def _program_exit(where: str, exited: SystemExit | ProgramExited) -> StackProgramError:
-    """One line for a program that ended itself: how (``sys.exit`` or ``os._exit``, with the code) and where."""
-    how = f"os._exit({exited.code!r})" if isinstance(exited, ProgramExited) else f"sys.exit({exited.code!r})"
-    at = _at(_program_frames(where.removeprefix("the stack program "), exited))
-    return StackProgramError(
-        f"{where} exited early ({how}{at}), before registering all its resources; a render or check of part of "
-        "a program is refused")
 
 
 # Provider SDKs fill unset inputs from these (pulumi-kubernetes: KUBECONFIG, PULUMI_K8S_*; pulumi-aws:
@@ -564,7 +369,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
         urn, request = registrations[f"{type_}::{name}"]
         dependencies = {key: tuple(sorted(value.urns)) for key, value in request.propertyDependencies.items() if value.urns}
         resources.append(RenderedResource(
-            type_, name, request.parent, custom, _plain(inputs), urn, dict(sorted(dependencies.items())),
+            type_, name, request.parent, custom, plain_value(inputs), urn, dict(sorted(dependencies.items())),
             replace_on_changes=tuple(request.replaceOnChanges),
             ignore_changes=tuple(request.ignoreChanges),
             depends_on=tuple(sorted(set(request.dependencies))),
@@ -572,7 +377,7 @@ def _render_in_fresh_context(stack: str, values: dict[str, Any], program: Callab
             computed=_computed(inputs, *registrations.get(f"{type_}::{name}::state", (None, {}))),
             provider=request.provider.rsplit("::", 1)[0] if request.provider else "",  # a reference is "<urn>::<id>"
             aliases=_alias_urns(request, stack, project),
-            registered_outputs=None if custom or urn not in component_outputs else _plain(component_outputs[urn]),
+            registered_outputs=None if custom or urn not in component_outputs else plain_value(component_outputs[urn]),
         ))
     resources.sort(key=lambda r: r.urn)
     return RenderResult(stack, resources)

@@ -21,8 +21,8 @@ from gpu_fabric.aws.node_group import (
     efa_self_ingress_rule_inputs,
     placement_group_inputs,
 )
-from gpu_fabric.policies.security_groups import EFA_SECURITY_GROUP_TAG
 from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.constants import EFA_SECURITY_GROUP_TAG
 from gpu_fabric.resources.args import Required
 from gpu_fabric.resources.inputs import validated
 

@@ -7,7 +7,7 @@ inputs come from ``gpu_fabric.aws.node_group``, the same builders the policy pac
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Mapping, Optional, TypedDict
+from typing import Any, Callable, Collection, Mapping, Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -27,7 +27,12 @@ from gpu_fabric.aws.catalog.types import InstanceCatalog
 from gpu_fabric.aws.efa import PlannedInterface
 from gpu_fabric.resources.aws_deferrable import AWS_NODES_DEFERRABLE
 from gpu_fabric.resources.args import AwsNodesArgs, KubeletTopologyArgs, Required, ScalingArgs
-from gpu_fabric.resources.efa_network import refuse_domain_placement, register_efa_network
+from gpu_fabric.resources.efa_network import (
+    NetworkInterfacePlan,
+    node_placement_inputs,
+    refuse_domain_placement,
+    register_efa_network,
+)
 from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
@@ -78,22 +83,6 @@ class EfaNodeGroupArgs(AwsNodesArgs, total=False):
     """An EFA security group shared with the other node groups of an EFA domain (``EfaDomain``), put on
     every interface instead of a group of the node group's own. It must allow all traffic to and from
     itself; pass an id that resolves only once those rules exist (``EfaDomain.security_group_id`` does)."""
-
-
-class NetworkInterfacePlan(TypedDict):
-    """One network interface of the launch template.
-
-    One-word keys: the provider passes lists of output objects to other languages without renaming
-    their keys (``ComponentProvider.get_state`` maps only direct object outputs), so a key reads the
-    same in every language.
-    """
-
-    card: int
-    """Network card index of the interface."""
-    device: int
-    """Device index on that card."""
-    type: str
-    """``interface``, ``efa`` or ``efa-only``."""
 
 
 def _validated(model: type[SpecModel], data: Any, prefix: tuple[str, ...] = ()) -> Any:
@@ -220,12 +209,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
         refuse_domain_placement(spec, "EfaNodeGroup")
         shared_group = inputs.values.get("efa_security_group_id")
 
-        # Where the nodes are, for policies at preview (efa-domain-placement compares domains' zones);
-        # values still Outputs are left out, so the component never waits for their validation.
-        where = {"availabilityZone": spec.availability_zone, "vpcId": spec.vpc_id, "subnetId": spec.subnet_id}
-        registered_inputs = {
-            **{key: value for key, value in where.items() if not inputs.is_deferred(value)},
-            "instanceTypes": list(spec.instance_types)}
+        registered_inputs = node_placement_inputs(spec, inputs.is_deferred)
         super().__init__(TYPE_TOKEN, name, registered_inputs, opts)
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(spec.tags)
@@ -234,8 +218,7 @@ class EfaNodeGroup(pulumi.ComponentResource):
             return to_pulumi_kwargs(inputs.restore(builder_inputs))
 
         network = register_efa_network(name, spec, shared_group, child, resource_inputs, inputs.restore)
-        security_group, rules, group_id = network.security_group, network.rules, network.group_id
-        placement, placement_name = network.placement, network.placement_name
+        rules, group_id, placement_name = network.rules, network.group_id, network.placement_name
 
         single_type = spec.instance_types[0] if len(spec.instance_types) == 1 else None
         launch_template = aws.ec2.LaunchTemplate(
@@ -289,16 +272,9 @@ class EfaNodeGroup(pulumi.ComponentResource):
 
         self.node_group = pulumi.Output.from_input(node_group)
         self.launch_template = pulumi.Output.from_input(launch_template)
-        self.security_group = pulumi.Output.from_input(security_group)  # type: ignore[arg-type]
-        self.placement_group = pulumi.Output.from_input(placement)
         self.node_group_name = node_group.node_group_name
         self.node_group_arn = node_group.arn
         self.launch_template_id = launch_template.id
         self.launch_template_version = launch_template.latest_version
-        self.security_group_id = pulumi.Output.from_input(inputs.restore(group_id))
-        self.placement_group_name = pulumi.Output.from_input(placement_name)
-        self.interface_plan = pulumi.Output.from_input([
-            NetworkInterfacePlan(card=i.network_card_index, device=i.device_index, type=i.interface_type)
-            for i in plan.interfaces
-        ])
+        network.publish(self, inputs.restore, plan.interfaces)
         register_declared_outputs(self, registered_inputs)

@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, TypedDict, c
 
 import pulumi
 
-from gpu_fabric.aws.karpenter import karpenter_findings
+from gpu_fabric.aws.karpenter import KARPENTER_EFA_POOL, karpenter_findings
 from gpu_fabric.aws.node_group import NodeGroupInputError, node_labels, plan_node_group
 from gpu_fabric.gpustack.objects import gpustack_manifests
 from gpu_fabric.aws.catalog.types import InstanceCatalog
@@ -14,7 +14,9 @@ from gpu_fabric.plan.dra_pools import dra_manifests
 from gpu_fabric.plan.fabric_plan import device_manager_args, efa_plugin_args, topology_agent_args
 from gpu_fabric.resources import kv_cache, model_deployment
 from gpu_fabric.resources.aws_deferrable import AWS_NODES_DEFERRABLE
-from gpu_fabric.resources.args import DeploymentArgs, KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs, PoolArgs, Required
+from gpu_fabric.resources.args import PoolArgs, Required
+from gpu_fabric.resources.deployment_args import DeploymentArgs
+from gpu_fabric.resources.kv_cache_args import KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs
 from gpu_fabric.resources.device_plugins import (
     EfaDevicePlugin,
     EfaDevicePluginArgs,
@@ -30,7 +32,8 @@ from gpu_fabric.resources.kv_cache import KVCache
 from gpu_fabric.resources.model_deployment import ModelDeployment
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
-from gpu_fabric.config.base import ConfigError
+from gpu_fabric.config.base import ConfigError, Problem
+from gpu_fabric.findings import Finding
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.validation.configuration import load_config
 from gpu_fabric.config.taints import eks_effect
@@ -408,7 +411,7 @@ def _at_field(prefix: str, default: str, finding: str) -> tuple[str, str]:
 
 def _check_node_groups(config: FabricConfig, catalog: InstanceCatalog) -> None:
     """Plan every EFA node group, and check that each pool's interface count is what the plan gives."""
-    problems: list[tuple[str, str]] = []
+    problems: list[Problem] = []
     for i, pool in enumerate(config.pools):
         if pool.aws is None:
             continue
@@ -422,7 +425,8 @@ def _check_node_groups(config: FabricConfig, catalog: InstanceCatalog) -> None:
             continue
         if pool.aws.is_karpenter:
             labels = node_labels({**pool.aws.labels, **pool.node_group_labels()})
-            problems.extend(_at_field(f"pools[{i}].aws", "instanceTypes", finding)
+            # The karpenter-efa-pool rule, reported as the pack reports it: its id, and exit 1 when alone.
+            problems.extend(Finding.of(KARPENTER_EFA_POOL, *_at_field(f"pools[{i}].aws", "instanceTypes", finding))
                             for finding in karpenter_findings(pool.aws, plan, labels))
         efa_interfaces = sum(1 for interface in plan if interface.interface_type != "interface")
         if pool.interfaces_per_node != efa_interfaces:

@@ -281,7 +281,8 @@ class DeferredInputs:
             except ConfigError as error:
                 problems: list[Problem] = list(error.problems)
                 if secret:
-                    problems = [(where, _without_secret(reason, resolved)) for where, reason in error.pairs]
+                    problems = [replace(finding, message=_without_secret(finding.message, resolved))
+                                for finding in error.problems]
                 raise InvalidInputError(problems, self.component) from None
             except ValueError as error:
                 reason = _without_secret(str(error), resolved) if secret else str(error)

@@ -27,9 +27,14 @@ from gpu_fabric.config.node_group import MAX_NODES, AwsNodeGroupSpec
 from gpu_fabric.config.syntax import dns_subdomain
 from gpu_fabric.config.taints import Taint
 from gpu_fabric.resources.args import AwsNodesArgs, KarpenterArgs, KubeletTopologyArgs, Required
-from gpu_fabric.resources.efa_node_group import DEFERRABLE, NetworkInterfacePlan, split_args
+from gpu_fabric.resources.efa_node_group import DEFERRABLE, split_args
 from gpu_fabric.resources.inputs import DeferredInputs, InvalidInputError
-from gpu_fabric.resources.efa_network import refuse_domain_placement, register_efa_network
+from gpu_fabric.resources.efa_network import (
+    NetworkInterfacePlan,
+    node_placement_inputs,
+    refuse_domain_placement,
+    register_efa_network,
+)
 from gpu_fabric.resources.kubernetes_objects import metadata_name, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.resources.stack_catalog import stack_catalog
@@ -192,11 +197,8 @@ class KarpenterEfaPool(pulumi.ComponentResource):
             raise InvalidInputError([("karpenter", "provisioner karpenter needs its settings (karpenter.nodeRole)")],
                                     "KarpenterEfaPool")
 
-        where = {"availabilityZone": spec.availability_zone, "vpcId": spec.vpc_id, "subnetId": spec.subnet_id}
-        registered_inputs = {
-            **{key: value for key, value in where.items() if not inputs.is_deferred(value)},
-            "instanceTypes": list(spec.instance_types),
-            "karpenter": karpenter.model_dump(by_alias=True, exclude_none=True)}
+        registered_inputs = {**node_placement_inputs(spec, inputs.is_deferred),
+                             "karpenter": karpenter.model_dump(by_alias=True, exclude_none=True)}
         super().__init__(TYPE_TOKEN, name, registered_inputs, opts)
         child = pulumi.ResourceOptions(parent=self)
 
@@ -205,8 +207,7 @@ class KarpenterEfaPool(pulumi.ComponentResource):
 
         network = register_efa_network(name, spec, shared_group, child, resource_inputs, inputs.restore,
                                        scope="Karpenter pool")
-        security_group, rules, group_id = network.security_group, network.rules, network.group_id
-        placement, placement_name = network.placement, network.placement_name
+        rules, group_id, placement_name = network.rules, network.group_id, network.placement_name
 
         node_class_manifest = inputs.restore(ec2_node_class(
             plan.object_name, spec, plan.interfaces, security_group_ids=[group_id, *spec.interface_security_group_ids],
@@ -225,14 +226,7 @@ class KarpenterEfaPool(pulumi.ComponentResource):
         """The ``EC2NodeClass`` (karpenter.k8s.aws/v1)."""
         self.node_pool_resource: pulumi.CustomResource = pool
         """The ``NodePool`` (karpenter.sh/v1)."""
-        self.security_group = pulumi.Output.from_input(security_group)  # type: ignore[arg-type]
-        self.placement_group = pulumi.Output.from_input(placement)
         self.node_class_name = metadata_name(node_class)
         self.node_pool_name = metadata_name(pool)
-        self.security_group_id = pulumi.Output.from_input(inputs.restore(group_id))
-        self.placement_group_name = pulumi.Output.from_input(placement_name)
-        self.interface_plan = pulumi.Output.from_input([
-            NetworkInterfacePlan(card=i.network_card_index, device=i.device_index, type=i.interface_type)
-            for i in plan.interfaces
-        ])
+        network.publish(self, inputs.restore, plan.interfaces)
         register_declared_outputs(self, registered_inputs)

@@ -7,14 +7,14 @@ from pydantic import ValidationError
 
 from gpu_fabric.gpustack.objects import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding
 from gpu_fabric.config.constants import DEFAULT_API_VERSION
-from gpu_fabric.resources.args import KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs
+from gpu_fabric.resources.kv_cache_args import KVCacheBackendArgs, KVCachePoolArgs, KVCachePoolBindingArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
 from gpu_fabric.resources.model_deployment import operator_profile
 from gpu_fabric.resources.kubernetes_objects import (
     child_options, metadata_name, namespace_dependency, qualified_name, register_manifest)
 from gpu_fabric.resources.outputs import register_declared_outputs
 from gpu_fabric.config.base import ConfigError, Problem, SpecModel
-from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec
+from gpu_fabric.config.kv_cache import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec
 from gpu_fabric.gpustack.admission_pipeline import analyze
 
 DEFERRABLE = (

@@ -8,7 +8,8 @@ from pydantic import ValidationError
 from gpu_fabric.gpustack.objects import model_deployment
 from gpu_fabric.config.constants import DEFAULT_API_VERSION
 from gpu_fabric.findings import FieldPath
-from gpu_fabric.resources.args import DeploymentArgs, Required
+from gpu_fabric.resources.args import Required
+from gpu_fabric.resources.deployment_args import DeploymentArgs
 from gpu_fabric.resources.inputs import ANY, DeferredInputs, InvalidInputError
 from gpu_fabric.resources.kubernetes_objects import child_options, metadata_name, namespace_dependency, register_manifest
 from gpu_fabric.resources.outputs import register_declared_outputs

@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Literal, Mapping, Optional, Sequence
 from gpu_fabric.findings import Finding
 from gpu_fabric.gpustack.admission_pipeline import TransferReport
 from gpu_fabric.gpustack.transfer_legs import FABRICS, MemberGrant, RoleGrant
-from gpu_fabric.kube.coverage import node_selector_matches
+from gpu_fabric.kube.scheduling import node_selector_matches
 from gpu_fabric.plan.efa_domains.rules import (
     DOMAIN_AVAILABILITY_ZONE,
     DOMAIN_FABRIC_MIX,
