@@ -45,6 +45,21 @@ def test_a_stack_file_whose_deployment_has_no_transfer_leg_is_refused_at_its_fie
     assert "Traceback" not in text, output_of(done)
 
 
+def test_a_misspelt_config_namespace_fails_the_preview_as_render_refuses_it(workspace: PulumiWorkspace):
+    """``gpufabric:modelDeployments`` beside ``gpu-fabric:pools``: render refuses it at its key, and so does the
+    program under the engine (which hands it every namespace), instead of previewing without the deployment."""
+    config_file = workspace.project / "stacks" / "Pulumi.seed-rdma.yaml"
+    stack = yaml.safe_load(config_file.read_text())
+    stack["config"]["gpufabric:modelDeployments"] = stack["config"].pop("gpu-fabric:modelDeployments")
+    config_file.write_text(yaml.safe_dump(stack, sort_keys=False))
+    workspace.stack_init("seed-rdma")
+    done = workspace.pulumi("preview", "--stack", "seed-rdma", "--policy-pack", str(workspace.project / "policy"))
+    text = done.stdout + done.stderr
+    assert done.returncode != 0, output_of(done)
+    assert "gpufabric:modelDeployments: namespace 'gpufabric' is not 'gpu-fabric:'" in text, output_of(done)
+    assert "Traceback" not in text, output_of(done)
+
+
 def _seed_model_deployment(tmp_path: Path) -> dict:
     out = tmp_path / "seed-out"
     done = gpu_fabric("render", "--stack", "seed-rdma", "--out", str(out), "--quiet")

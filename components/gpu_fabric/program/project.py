@@ -91,6 +91,30 @@ class Project:
             f"project {self.name!r} has no stack program: {path} does not exist; add {where} containing `{add}`, "
             f"or set `main:` in {self.folder / PROJECT_FILE} to your own program")
 
+    def stack_file_refusal(self, stack: str, path: Path) -> str:
+        """Why ``Pulumi.<stack>.yaml`` at ``path`` cannot be read: absent (with the stacks there are), or
+        what it is instead of a regular file (a FIFO, a folder, a link loop: said, never read)."""
+        from gpu_fabric.config.safe_files import path_kind
+        from gpu_fabric.config.suggestions import did_you_mean
+
+        kind = path_kind(path)
+        if kind is not None:
+            return f"stack {stack!r}: {path} is {kind}, not a regular file"
+        available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
+        return (f"no stack {stack!r}: {path} does not exist (stacks: {', '.join(available) or 'none'})"
+                + did_you_mean(stack, available) + self.stack_file_hint(stack) + self.subfolder_hint(stack))
+
+    def subfolder_hint(self, stack: str) -> str:
+        """When ``Pulumi.<stack>.yaml`` is missing from :attr:`stacks_folder` but sits one folder below it: that
+        Pulumi does not look there (else ``""``)."""
+        # Pulumi reads <stackConfigDir>/Pulumi.<stack>.yaml and nothing below it (pulumi/pulumi
+        # sdk/go/common/workspace/paths.go, DetectProjectStackPath); one level is looked at, not a whole tree.
+        below = sorted(self.stacks_folder.glob(f"*/Pulumi.{stack}.yaml"))
+        if not below:
+            return ""
+        return (f"; {below[0]} is in a subfolder, and Pulumi reads stack files only from {self.stacks_folder} "
+                f"(stackConfigDir): move it there, or give its folder a {PROJECT_FILE} of its own and use it as the project")
+
     def stack_file_hint(self, stack: str) -> str:
         """When ``Pulumi.<stack>.yaml`` is missing from :attr:`stacks_folder` but sits in gpu-fabric's
         ``stacks/`` and ``Pulumi.yaml`` sets no ``stackConfigDir``: what to add (else ``""``)."""
@@ -104,10 +128,17 @@ class Project:
 
 def read_project(folder: Path | str) -> Project:
     """The project of ``folder`` as its ``Pulumi.yaml`` declares it (defaults when there is none)."""
+    from gpu_fabric.config.safe_files import path_kind
+
     folder = Path(folder)
     path = folder / PROJECT_FILE
-    if not path.is_file():
+    kind = path_kind(path)
+    if kind is None:
         return Project(folder, DEFAULT_PROJECT_NAME, DEFAULT_PROGRAM, DEFAULT_STACK_CONFIG_DIR)
+    if kind != "file":
+        # A Pulumi.yaml that is there but unreadable (a link loop, a FIFO, a folder) is no absent one: the
+        # defaults would render the stack under another project name, every URN changed.
+        raise ProjectError(f"{path} is {kind}, not a regular file; a Pulumi project file must be one")
     from gpu_fabric.config.stack_file import decode_text, parse_yaml, read_input
 
     try:

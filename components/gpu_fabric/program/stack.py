@@ -16,6 +16,7 @@ from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.cluster import KubernetesTarget
 from gpu_fabric.config.fabric import CONFIG_NAMESPACE, SECRET_CAPABLE_KEYS, config_keys
 from gpu_fabric.config.secrets import configuration_credentials
+from gpu_fabric.config.stack_file import near_miss
 from gpu_fabric.config.suggestions import did_you_mean
 from gpu_fabric.kube.kueue import device_class_mappings
 from gpu_fabric.validation.configuration import load_config
@@ -31,10 +32,17 @@ def read_configuration() -> dict[str, Any]:
     """Return the ``gpu-fabric:*`` values of the selected stack, decoded, with unknown keys refused."""
     known = config_keys()
     prefix = f"{CONFIG_NAMESPACE}:"
-    unknown = sorted(key[len(prefix):] for key in _all_config_keys() if key.startswith(prefix) and key[len(prefix):] not in known)
+    keys = _all_config_keys()
+    unknown = sorted(key[len(prefix):] for key in keys if key.startswith(prefix) and key[len(prefix):] not in known)
     if unknown:
         raise ConfigError((key, f"unknown configuration key; known keys: {', '.join(known)}{did_you_mean(key, known)}")
                           for key in unknown)
+    # The engine hands the program every namespace's values: a misspelt namespace (gpufabric:, gpu_fabric:) is
+    # refused here as `render` refuses it in the stack file (config/stack_file.py), not silently left unread.
+    misspelt = sorted(key for key in keys if ":" in key and near_miss(key.split(":", 1)[0], CONFIG_NAMESPACE))
+    if misspelt:
+        raise ConfigError((key, f"namespace {key.split(':', 1)[0]!r} is not {prefix!r}, so gpu-fabric would never read "
+                                f"it (write {prefix}{key.split(':', 1)[1]})") for key in misspelt)
     config = pulumi.Config(CONFIG_NAMESPACE)
     values: dict[str, Any] = {}
     for key in known:
