@@ -15,7 +15,7 @@ from gpu_fabric.config.constants import NODE_GROUP_TYPE, SECURITY_GROUP_TYPE, LA
 from gpu_fabric.diff.replace_rules import rolls_nodes
 from gpu_fabric.kube.kueue import pool_quotas
 from gpu_fabric.plan.fabric_plan import coverage_gaps
-from gpu_fabric.policies.resource_view import Resource
+from gpu_fabric.plan.resource_view import Resource
 from gpu_fabric.policies.karpenter import KARPENTER_POOL_TYPE, karpenter_efa_pool
 from gpu_fabric.policies.runner import run_policies
 from gpu_fabric.program.render import render_stack
@@ -312,7 +312,8 @@ def test_diff_of_two_renders_rolls_the_nodes_when_the_node_class_interfaces_chan
 
 
 def test_the_domain_security_group_policies_see_the_node_class(rendered):
-    from gpu_fabric.policies.efa_domains import efa_domain_security_group, shared_security_groups, stack_domains
+    from gpu_fabric.plan.efa_domains.from_resources import shared_security_groups, stack_domains
+    from gpu_fabric.policies.efa_domains import efa_domain_security_group
     from gpu_fabric.policies.security_groups import efa_security_groups
 
     resources = _resources(rendered)

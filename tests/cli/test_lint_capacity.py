@@ -30,7 +30,9 @@ def lint(capsys, tmp_path, *documents):
 def test_a_file_deployment_that_overfills_the_pool_is_refused_at_its_replicas(capsys, tmp_path):
     # aws-efa's own deployment takes 16 of the pool's 32 GPUs; 3 more prefill replicas of 8 do not fit.
     code, out = lint(capsys, tmp_path, deployment("extra", prefill_replicas=3))
-    assert code == 1, out
+    # 2: lint reads only its files, where the stack's binding is not, so the operator's webhook refuses the
+    # deployment's interfaces too ("cache binding must resolve"), an exit-2 rule (docs/rules.md).
+    assert code == 2, out
     assert "spec.roles[0].replicas" in out and "[pool-accelerator-capacity]" in out and "extra" in out
 
 

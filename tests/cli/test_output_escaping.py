@@ -59,7 +59,7 @@ def test_lint_prints_an_object_name_holding_a_workflow_command_inert(tmp_path):
     manifest.write_text("apiVersion: worker.gpustack.ai/v1alpha1\nkind: ModelDeployment\nmetadata:\n"
                         f'  name: "x\\n{COMMAND}"\n  namespace: team-a\nspec: {{}}\n')
     outcome = run_cli("lint", str(manifest))
-    assert outcome.code == 1 and "pwned" in outcome.out, outcome.describe()
+    assert outcome.code == 2 and "pwned" in outcome.out, outcome.describe()
     _no_line_is_a_command(outcome.out + outcome.err)
 
 

@@ -105,7 +105,8 @@ def test_lint_passes_the_seed_and_prints_the_grants(operator, deployment):
 
 def test_lint_refuses_the_seed_without_router_and_kv_transfer():
     run = gpu_fabric("lint", str(FIXTURES / "qwen-pd-no-transfer.yaml"))
-    assert run.returncode == 1
+    # The operator's webhook or the CRD schema refuses these at apply: unusable input, exit 2 (docs/rules.md).
+    assert run.returncode == 2
     assert ("ERROR ModelDeployment team-a/qwen-pd spec.roles[0].resources.interface: "
             "no effective RDMA or EFA transfer leg uses the requested interfaces") in run.stdout
 
@@ -122,7 +123,7 @@ def test_lint_resolves_references_across_files(tmp_path):
          "spec": {"poolRef": {"name": "pool"}, "quota": {"ceiling": "8Gi"}, "domain": {"blockSize": 64, "dtype": "bfloat16"}}},
     ]))
     without_backend = gpu_fabric("lint", str(tmp_path / "deployment.yaml"), str(tmp_path / "cache.yaml"))
-    assert without_backend.returncode == 1 and "cache backend must resolve before requesting interfaces" in without_backend.stdout
+    assert without_backend.returncode == 2 and "cache backend must resolve before requesting interfaces" in without_backend.stdout
     with_backend = gpu_fabric("lint", str(tmp_path / "deployment.yaml"), str(tmp_path / "cache.yaml"),
                               str(FIXTURES / "mooncake-dram.yaml"))
     assert with_backend.returncode == 0, with_backend.stdout
@@ -147,7 +148,8 @@ def test_readme_main_job_renders_and_checks_every_example_stack(tmp_path):
 
 def test_lint_at_the_pin_refuses_the_seed_verbatim_engine_image_naming_file_object_and_replacement():
     run = gpu_fabric("lint", "--operator", "main@5cfac77b", str(FIXTURES / "qwen-pd-seed-verbatim.yaml"))
-    assert run.returncode == 1
+    # The operator's webhook or the CRD schema refuses these at apply: unusable input, exit 2 (docs/rules.md).
+    assert run.returncode == 2
     line = next(line for line in run.stdout.splitlines() if line.startswith("ERROR"))
     assert line.startswith("ERROR ModelDeployment team-a/qwen-pd spec.engine.image: unknown field")
     assert "qwen-pd-seed-verbatim.yaml" in line and "spec.roles[].image" in line
@@ -187,7 +189,8 @@ def test_lint_names_the_file_for_objects_without_a_namespace(tmp_path):
     del deployment["metadata"]["namespace"]
     (tmp_path / "md.yaml").write_text(yaml.safe_dump(deployment))
     run = gpu_fabric("lint", "--operator", "main@5cfac77b", str(tmp_path / "md.yaml"))
-    assert run.returncode == 1
+    # The operator's webhook or the CRD schema refuses these at apply: unusable input, exit 2 (docs/rules.md).
+    assert run.returncode == 2
     assert "ERROR ModelDeployment default/qwen-pd spec.engine.image: unknown field" in run.stdout
     assert f"({tmp_path / 'md.yaml'})" in run.stdout
 

@@ -130,7 +130,7 @@ def test_direct_leg_needs_both_halves():
     lone_prefill = prefill_decode(kinds=("Prefill",), protocol="EFA")["spec"]
     assert direct_interface_protocol(lone_prefill, lone_prefill["roles"][0], "nvidia") == ""
     report = analyze([prefill_decode(kinds=("Prefill",), interface="2")])
-    assert [(f.path, f.message) for f in report.errors] == [("spec.roles[0].resources.interface", MSG_NO_FABRIC_LEG)]
+    assert [(f.path, operator_words(f.message)) for f in report.errors] == [("spec.roles[0].resources.interface", MSG_NO_FABRIC_LEG)]
 
 
 def test_direct_leg_on_ascend_needs_the_llm_d_router():
@@ -314,7 +314,12 @@ def test_elastic_width_within_the_startup_ceiling():
 
 
 def errors(*objects, **kwargs):
-    return [(f.path, f.message) for f in analyze(list(objects), **kwargs).errors]
+    return [(f.path, operator_words(f.message)) for f in analyze(list(objects), **kwargs).errors]
+
+def operator_words(message: str) -> str:
+    """The operator's own message of a refusal: gpu-fabric adds the cause and the fix after it (issue 36)."""
+    return message.split(": ", 1)[0] if message.startswith(MSG_NO_FABRIC_LEG + ": ") else message
+
 
 
 def test_engine_version_is_required_when_a_role_names_no_image():
@@ -458,7 +463,7 @@ def test_configuration_elastic_profile_reaches_the_manifest_and_its_rules():
         load_config(values)
     assert dict(refused.value.pairs) == {
         "modelDeployments[0].roles[0].replicas":
-            "the elastic-EP profile is one serving instance; width, not replicas, sizes the collective"}
+            "the elastic-EP profile is one serving instance; width, not replicas, sizes the collective [model-deployment-admission]"}
 
 
 # ---- the same table, end to end: manifests through analyze(), which lint and the pack run --------------------
@@ -479,7 +484,7 @@ def test_model_deployment_interface_resource_through_manifests(name, store, dire
     if store:
         objects += cache_objects(kv_backend(groups=tuple(_PROTOCOL_ENUM[p] for p in store)))
     report = analyze(objects)
-    interface_errors = [f.message for f in report.errors if f.path.endswith("resources.interface")]
+    interface_errors = [operator_words(f.message) for f in report.errors if f.path.endswith("resources.interface")]
     if want_error:
         assert want_error in interface_errors
     else:

@@ -240,7 +240,7 @@ def test_binding_requires_quota_ceiling_block_size_and_dtype(missing, path):
     for key in missing[:-1]:
         target = target[key]
     del target[missing[-1]]
-    assert config_problems(values)[path] == "Field required"
+    assert config_problems(values)[path] == "Field required [configuration]"
 
 
 def test_role_fields_of_the_real_api_reach_the_manifest():
@@ -270,12 +270,8 @@ def test_every_field_the_configuration_model_writes_is_a_field_of_the_operators_
     """A maximal object of each kind, every optional field of every line set, renders with nothing the line's
     API server would prune, except the fields the line does not have: each of those is refused, saying what to write."""
     from gpu_fabric.gpustack.objects import kv_cache_backend, kv_cache_pool, kv_cache_pool_binding, model_deployment
-    from gpu_fabric.config.serving import (
-        KVCacheBackendSpec,
-        KVCachePoolBindingSpec,
-        KVCachePoolSpec,
-        ModelDeploymentSpec,
-    )
+    from gpu_fabric.config.kv_cache import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec
+    from gpu_fabric.config.serving import ModelDeploymentSpec
 
     member = {"nodeSelector": {"kvcache": "true"}, "medium": "DRAM", "capacityPerMember": "1Gi", "localBufferSize": "1Gi",
               "extraArgs": ["k=v"], "extraEnv": [{"name": "A", "value": "b"}], "image": "mc:1", "transport": {"protocol": "RDMA"},

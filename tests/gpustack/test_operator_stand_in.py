@@ -5,8 +5,8 @@ import pytest
 from gpu_fabric.cli import version_text
 from gpu_fabric.gpustack.admission_pipeline import analyze
 from gpu_fabric.gpustack.profiles import PROFILES, UnknownOperatorVersion, newest_line, profile_for
-from gpu_fabric.policies.resource_view import Resource
-from gpu_fabric.policies.transfer_paths import stack_operator
+from gpu_fabric.plan.resource_view import Resource
+from gpu_fabric.plan.resource_view import stack_operator
 
 
 def test_a_newer_release_is_refused_saying_how_to_use_it_anyway():

@@ -11,10 +11,10 @@ from gpu_fabric.kube.coverage import (
     advertised_resources,
     daemonset_schedules_on,
     efa_plugins_on_pools_without_efa,
-    normalize_effect,
-    tolerates,
     uncovered_pools,
 )
+from gpu_fabric.config.taints import normalize_effect
+from gpu_fabric.kube.scheduling import tolerates
 
 EFA_LABELS = {"vpc.amazonaws.com/efa.present": "true", "node.kubernetes.io/instance-type": "p5.48xlarge"}
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}

@@ -16,7 +16,8 @@ from gpu_fabric.kube.dra_exclusive import (
     workload_plugin_key_findings,
 )
 from gpu_fabric.kube.pool_view import pool_view_of
-from gpu_fabric.kube.workloads import TRANSFER_HAS_FABRIC_KEY, judge_workloads
+from gpu_fabric.kube.workload_rules import TRANSFER_HAS_FABRIC_KEY
+from gpu_fabric.kube.workloads import judge_workloads
 from gpu_fabric.validation.configuration import load_config
 from gpu_fabric.validation.fabric_facts import stack_fabric_pools
 from support.stack_configs import PROJECT_DIR, stack_values

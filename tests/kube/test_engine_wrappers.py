@@ -10,7 +10,8 @@ import time
 import pytest
 
 from gpu_fabric.kube.engine_flags import NIXL_CONNECTOR, read_container
-from gpu_fabric.kube.workloads import ERROR, fabric_pool_of, judge_workloads
+from gpu_fabric.kube.workload_rules import ERROR
+from gpu_fabric.kube.workloads import fabric_pool_of, judge_workloads
 from gpu_fabric.validation.configuration import load_config
 
 from support.stack_configs import stack_values

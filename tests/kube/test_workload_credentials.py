@@ -1,6 +1,7 @@
 """A credential in plain text in a workload manifest is refused at its field, on whichever pool it lands."""
 
-from gpu_fabric.kube.workloads import ERROR, fabric_pool_of, judge_workloads, pool_finding_line
+from gpu_fabric.kube.workload_rules import ERROR
+from gpu_fabric.kube.workloads import fabric_pool_of, judge_workloads, pool_finding_line
 from gpu_fabric.validation.configuration import load_config
 
 from support.stack_configs import stack_values

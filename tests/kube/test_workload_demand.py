@@ -11,7 +11,8 @@ from support.dra_objects import EFA_CLASS, GPU_CLASS, aligned_spec, claim_templa
 
 from gpu_fabric.kube.dra_rules import claim_specs
 from gpu_fabric.kube.workload_demand import demand_of, node_capacity_of
-from gpu_fabric.kube.workloads import FabricPool, judge_workloads
+from gpu_fabric.kube.workload_rules import FabricPool
+from gpu_fabric.kube.workloads import judge_workloads
 
 P4D_LABELS = {"gpu-fabric.io/pool": "p4d"}
 

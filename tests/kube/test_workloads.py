@@ -10,13 +10,8 @@ import pytest
 
 from gpu_fabric.kube.engine_flags import NIXL_CONNECTOR, read_container
 from gpu_fabric.kube.pod_templates import WORKLOAD_KINDS, WorkloadShapeError, pod_templates
-from gpu_fabric.kube.workloads import (
-    ERROR,
-    WARNING,
-    FabricPool,
-    fabric_pool_of,
-    judge_workloads,
-)
+from gpu_fabric.kube.workload_rules import ERROR, WARNING, FabricPool
+from gpu_fabric.kube.workloads import fabric_pool_of, judge_workloads
 from gpu_fabric.validation.configuration import load_config
 
 from support.stack_configs import stack_values

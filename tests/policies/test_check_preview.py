@@ -8,7 +8,7 @@ from pulumi.runtime.rpc import UNKNOWN
 
 from support.bad_input import run_cli
 from gpu_fabric.policies import ALL_POLICIES, POLICIES_BY_NAME
-from gpu_fabric.policies.resource_view import LAUNCH_TEMPLATE_TYPE, Resource
+from gpu_fabric.plan.resource_view import LAUNCH_TEMPLATE_TYPE, Resource
 from gpu_fabric.policies.runner import NotApplicable, run_policies, run_policy
 from gpu_fabric.program.render import render_stack
 from support.stack_configs import PROJECT_DIR, stack_values

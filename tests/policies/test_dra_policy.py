@@ -34,7 +34,7 @@ def test_the_pack_reads_the_dra_pools_layout_and_queues_from_the_stack():
     from support.dra_objects import aligned_spec, claim_template
 
     from gpu_fabric.policies.dra import findings_of
-    from gpu_fabric.policies.resource_view import Resource
+    from gpu_fabric.plan.resource_view import Resource
     from gpu_fabric.program.render import render_stack
     from support.stack_configs import PROJECT_DIR
 
@@ -42,7 +42,9 @@ def test_the_pack_reads_the_dra_pools_layout_and_queues_from_the_stack():
              for r in render_stack("dra-efa", PROJECT_DIR).resources]
     assert findings_of(stack) == []
     wide = claim_template("wide", aligned_spec(gpus=2, efas=4))
+    # All takes no count (validation.go validateDeviceAllocationMode): with one it is a malformed shape.
     wide["spec"]["spec"]["devices"]["requests"][0]["exactly"]["allocationMode"] = "All"
+    del wide["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"]
     planted = Resource("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", "wide",
                        "urn:pulumi:dra-efa::gpu-fabric::kubernetes:resource.k8s.io/v1:ResourceClaimTemplate::wide", wide)
     rules = sorted(finding.rule_id for _, finding in findings_of([*stack, planted]))

@@ -15,7 +15,7 @@ from pulumi.runtime.proto import analyzer_pb2
 from gpu_fabric.config.base import non_finite_numbers
 from gpu_fabric.findings import FieldPath
 from gpu_fabric.policies.over_grpc import analyze_request, analyze_stack_request, served_pack
-from gpu_fabric.policies.resource_view import Resource
+from gpu_fabric.plan.resource_view import Resource
 from support.policy_pack import analyzer, struct  # noqa: F401 - the pack as the engine starts it
 
 DEPLOYMENT_TYPE = "kubernetes:apps/v1:Deployment"

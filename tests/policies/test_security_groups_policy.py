@@ -52,7 +52,7 @@ def test_ingress_from_anywhere_is_refused_in_every_rule_form():
 
 
 def test_tagged_hand_written_group_with_legacy_self_rules():
-    from gpu_fabric.policies.resource_view import Resource
+    from gpu_fabric.plan.resource_view import Resource
     from gpu_fabric.policies.security_groups import group_findings
 
     group = Resource(SG, "efa", "urn:sg", {"vpcId": "vpc-1", "tags": {"gpu-fabric.io/efa-security-group": "true"}})

@@ -21,7 +21,7 @@ def seed() -> dict[str, dict]:
 
 
 def stack_of(values: dict) -> list:
-    from gpu_fabric.policies.resource_view import Resource
+    from gpu_fabric.plan.resource_view import Resource
     from gpu_fabric.resources.fabric import GpuFabric
 
     result = render_stack("test", config={}, program=lambda: GpuFabric("fabric", as_args(values)))

@@ -23,7 +23,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 from gpu_fabric.config.shapes import UNKNOWN, is_unknown, list_at, mapping_at
 from gpu_fabric.gpustack.transfer_legs import MSG_NO_FABRIC_LEG
 from gpu_fabric.policies.engine_wire import plain
-from gpu_fabric.policies.resource_view import Resource
+from gpu_fabric.plan.resource_view import Resource
 from gpu_fabric.policies.over_grpc import PACK_FAILURE, analyze_over_grpc, analyze_request, analyze_stack_request, served_pack
 from support.policy_helpers import PROJECT_DIR
 from test_policy_grpc import TRANSFER_POLICY, analyzer, seed_deployment  # noqa: F401 - the pack fixture
@@ -215,7 +215,7 @@ def test_a_finding_resting_on_an_unknown_is_withheld_and_the_others_pass():
 
     policy = ResourceValidationPolicy(name="quotes", description="quotes the image", validate=validate)
     resource = Resource("kubernetes:core/v1:Pod", "p", "urn:p", {"image": ENGINE_UNKNOWN})
-    assert [v.message for v in run_policy(policy, [resource])] == ["name is always refused"]
+    assert [v.message for v in run_policy(policy, [resource])] == ["name is always refused [quotes]"]
 
 
 @pytest.mark.parametrize("field", ["policy", "scope", "cpuManagerPolicy"])

@@ -32,7 +32,7 @@ def test_the_pack_judges_a_programs_workload_against_the_dra_stack_it_lands_on()
     from support.stack_configs import PROJECT_DIR
 
     from gpu_fabric.policies import kueue as kueue_policy
-    from gpu_fabric.policies.resource_view import Resource
+    from gpu_fabric.plan.resource_view import Resource
     from gpu_fabric.policies.workloads import workload_findings
     from gpu_fabric.program.render import render_stack
 

@@ -17,7 +17,8 @@ import pytest
 
 import gpu_fabric
 from gpu_fabric.program.isolation import ProgramExited, exits_refused, stdout_to_stderr
-from gpu_fabric.program.render import StackProgramError, render_stack
+from gpu_fabric.program.errors import StackProgramError
+from gpu_fabric.program.render import render_stack
 from support.bad_input import run_cli
 from support.stack_configs import PROJECT_DIR
 
@@ -112,7 +113,7 @@ def test_a_refusal_of_gpu_fabric_inside_an_apply_is_one_line_naming_the_resource
     assert outcome.code == 2 and not outcome.crashed, outcome.describe()
     assert outcome.err == (f"gpu-fabric: stack seed-rdma: the stack program {program} raised ValueError while registering "
                            "kubernetes:core/v1:ConfigMap 'late': invalid gpu-fabric configuration: pools[0].name: "
-                           "no such pool\n"), outcome.describe()
+                           "no such pool [configuration]\n"), outcome.describe()
 
 
 def test_a_program_function_that_exits_is_refused_too():

@@ -337,4 +337,4 @@ def test_an_unknown_cross_resource_value_is_deferred_and_the_known_ones_still_re
     inputs = {**NODE_GROUP_INPUTS, "clusterName": UNKNOWN_SENTINEL, "instanceTypes": ["g5.xlarge"]}
     error = construct_over_grpc(provider_stub, NODE_GROUP, inputs)
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
-    assert property_errors(error) == {"instanceTypes": "g5.xlarge does not support EFA (NetworkInfo.EfaSupported is false)"}
+    assert property_errors(error) == {"instanceTypes": "g5.xlarge does not support EFA (NetworkInfo.EfaSupported is false) [configuration]"}

@@ -67,8 +67,8 @@ def test_the_documented_token_volume_is_accepted():
 
     from gpu_fabric.validation.configuration import load_config
 
-    readme = (PROJECT_DIR / "README.md").read_text()
-    section = readme[readme.index("### Secrets and model tokens"):]
+    guide = (PROJECT_DIR / "docs" / "stacks.md").read_text()
+    section = guide[guide.index("## Secrets and model tokens"):]
     snippet = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1).replace("          # ...\n", ""))
     role = snippet["roles"][0]
     values = stack_values("seed-rdma")

@@ -113,7 +113,7 @@ def test_lint_reports_odd_values_as_findings(case, tmp_path):
     path = tmp_path / "deployment.yaml"
     path.write_text(yaml.safe_dump(document))
     outcome = run_cli("lint", str(path))
-    assert not outcome.crashed and outcome.code == 1, outcome.describe()
+    assert not outcome.crashed and outcome.code == 2, outcome.describe()  # what the operator refuses: exit 2 (docs/rules.md)
     assert "ERROR ModelDeployment team-a/qwen-pd" in outcome.out and str(path) in outcome.out
 
 

@@ -69,7 +69,7 @@ def test_lint_stack_refuses_a_malformed_workload_naming_the_field(tmp_path, case
 @pytest.mark.parametrize("case", sorted(MALFORMED_WORKLOADS))
 def test_the_pack_never_crashes_on_a_malformed_workload(case):
     from gpu_fabric.policies import ALL_POLICIES
-    from gpu_fabric.policies.resource_view import Resource
+    from gpu_fabric.plan.resource_view import Resource
     from gpu_fabric.policies.runner import run_policies
     from gpu_fabric.program.render import render_stack
     from support.policy_helpers import k8s
@@ -86,7 +86,7 @@ def test_the_pack_never_crashes_on_a_malformed_workload(case):
 
 
 def test_coverage_reads_a_malformed_match_expression_as_a_mismatch_not_a_crash():
-    from gpu_fabric.kube.coverage import _expression_mismatch
+    from gpu_fabric.kube.scheduling import _expression_mismatch
 
     assert _expression_mismatch({"key": ["a"], "operator": "In", "values": ["x"]}, {"a": "x"})
     assert _expression_mismatch({"key": "a", "operator": "In", "values": "x"}, {"a": "x"})

@@ -87,7 +87,7 @@ def test_one_version_string():
     # No requirements file pins gpu-fabric from an index (none has it): tests/project/test_versions.py.
     release_tag = f"v{gpu_fabric.__version__}"
     assert f"/provider@{release_tag}" in (PROJECT_DIR / "provider" / "PulumiPlugin.yaml").read_text()
-    assert f"/provider@{release_tag}" in (PROJECT_DIR / "README.md").read_text()
+    assert f"/provider/kubernetes@{release_tag}" in (PROJECT_DIR / "README.md").read_text()
     assert f"## {gpu_fabric.__version__}" in (PROJECT_DIR / "CHANGELOG.md").read_text()
 
 

@@ -6,9 +6,12 @@ from pathlib import Path
 import pytest
 
 from gpu_fabric.resources import args as a
+from gpu_fabric.resources import deployment_args as d
+from gpu_fabric.resources import kv_cache_args as k
 from gpu_fabric.resources import fabric as f
 from gpu_fabric.config import cluster, pool, topology_agent
 from gpu_fabric.config import node_group as aws
+from gpu_fabric.config import kv_cache as kv
 from gpu_fabric.config import serving as g
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.config.taints import Taint
@@ -20,16 +23,16 @@ PAIRS = [
     (a.PlacementGroupArgs, aws.PlacementGroupSpec), (a.ScalingArgs, aws.ScalingSpec),
     (a.RootVolumeArgs, aws.RootVolumeSpec), (a.AwsNodeGroupArgs, aws.AwsNodeGroupSpec), (a.PoolArgs, pool.PoolSpec),
     (a.TopologyAgentSettingsArgs, topology_agent.TopologyAgentSpec),
-    (a.NamedRefArgs, g.NamedRef), (a.ModelArgs, g.Model), (a.EngineArgs, g.Engine), (a.RouterArgs, g.Router),
-    (a.KvTransferArgs, g.KvTransfer), (a.KvCacheRefArgs, g.KvCacheRef), (a.RoleResourcesArgs, g.RoleResources),
-    (a.EnvVarArgs, g.EnvVar), (a.PortArgs, g.Port), (a.RoleTopologyArgs, g.RoleTopology),
-    (a.LocalObjectRefArgs, g.LocalObjectRef), (a.HostPathSourceArgs, g.HostPathSource),
-    (a.AdditionalVolumeArgs, g.AdditionalVolume), (a.ElasticEpArgs, g.ElasticEp), (a.RoleArgs, g.Role),
-    (a.DeploymentArgs, g.ModelDeploymentSpec), (a.TransportArgs, g.Transport), (a.HostPathArgs, g.HostPath),
-    (a.MemberGroupArgs, g.MemberGroup), (a.LeaderArgs, g.Leader), (a.ManagedArgs, g.Managed),
-    (a.ExternalEndpointArgs, g.ExternalEndpoint), (a.ExternalArgs, g.External), (a.ConnectionArgs, g.Connection),
-    (a.KVCacheBackendArgs, g.KVCacheBackendSpec), (a.PoolQuotaArgs, g.PoolQuota), (a.KVCachePoolArgs, g.KVCachePoolSpec),
-    (a.DomainArgs, g.Domain), (a.BindingQuotaArgs, g.BindingQuota), (a.KVCachePoolBindingArgs, g.KVCachePoolBindingSpec),
+    (d.NamedRefArgs, g.NamedRef), (d.ModelArgs, g.Model), (d.EngineArgs, g.Engine), (d.RouterArgs, g.Router),
+    (d.KvTransferArgs, g.KvTransfer), (d.KvCacheRefArgs, g.KvCacheRef), (d.RoleResourcesArgs, g.RoleResources),
+    (d.EnvVarArgs, g.EnvVar), (d.PortArgs, g.Port), (d.RoleTopologyArgs, g.RoleTopology),
+    (d.LocalObjectRefArgs, g.LocalObjectRef), (d.HostPathSourceArgs, g.HostPathSource),
+    (d.AdditionalVolumeArgs, g.AdditionalVolume), (d.ElasticEpArgs, g.ElasticEp), (d.RoleArgs, g.Role),
+    (d.DeploymentArgs, g.ModelDeploymentSpec), (k.TransportArgs, kv.Transport), (k.HostPathArgs, kv.HostPath),
+    (k.MemberGroupArgs, kv.MemberGroup), (k.LeaderArgs, kv.Leader), (k.ManagedArgs, kv.Managed),
+    (k.ExternalEndpointArgs, kv.ExternalEndpoint), (k.ExternalArgs, kv.External), (k.ConnectionArgs, kv.Connection),
+    (k.KVCacheBackendArgs, kv.KVCacheBackendSpec), (k.PoolQuotaArgs, kv.PoolQuota), (k.KVCachePoolArgs, kv.KVCachePoolSpec),
+    (k.DomainArgs, kv.Domain), (k.BindingQuotaArgs, kv.BindingQuota), (k.KVCachePoolBindingArgs, kv.KVCachePoolBindingSpec),
     (f.EfaPluginSettingsArgs, cluster.EfaPluginSettings),
     (f.TolerationArgs, cluster.Toleration), (f.ExternalEfaPluginArgs, cluster.ExternalEfaPlugin), (f.DeviceManagerSettingsArgs, cluster.DeviceManagerSettings),
     (f.DevicePluginSettingsArgs, cluster.DevicePluginSettings), (f.EksClusterRefArgs, cluster.EksClusterRef),

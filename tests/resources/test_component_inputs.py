@@ -143,7 +143,7 @@ def test_an_output_resolving_to_a_bad_value_is_refused_naming_the_property(mocks
     error = root_cause(caught.value)
     assert isinstance(error, pulumi.InputPropertiesError) and isinstance(error, InvalidInputError)
     assert error.errors == [{"property_path": "subnet_id",
-                             "reason": "'sg-0123' is not a subnet id (subnet-0123456789abcdef0)"}]
+                             "reason": "'sg-0123' is not a subnet id (subnet-0123456789abcdef0) [configuration]"}]
     assert "h100-ng" not in mocks.inputs and "h100-lt" in mocks.inputs  # the node group never registers
 
 
@@ -168,7 +168,7 @@ def test_an_output_where_a_plain_value_is_required_is_refused(mocks: Mocks, key:
 
     with pytest.raises(InvalidInputError) as caught:
         run(program)
-    assert caught.value.pairs == [(key, f"must be a plain value, not an Output: {reason}")]
+    assert caught.value.pairs == [(key, f"must be a plain value, not an Output: {reason} [configuration]")]
     assert mocks.inputs == {}
 
 
@@ -179,7 +179,7 @@ def test_an_output_namespace_of_a_kueue_pool_is_refused_not_a_type_error(mocks: 
     with pytest.raises(InvalidInputError) as caught:
         run(program)
     assert caught.value.pairs == [
-        ("namespaces[0]", "must be a plain value, not an Output: each namespace gets its own LocalQueue resource")]
+        ("namespaces[0]", "must be a plain value, not an Output: each namespace gets its own LocalQueue resource [configuration]")]
 
 
 def test_a_misspelt_argument_is_refused_with_the_snake_case_name(mocks: Mocks) -> None:

@@ -19,7 +19,7 @@ def test_a_secret_resolving_to_a_bad_value_is_refused_without_quoting_it(mocks) 
     error = root_cause(caught.value)
     assert isinstance(error, InvalidInputError)
     assert error.errors == [{"property_path": "subnet_id",
-                             "reason": "'[secret]' is not a subnet id (subnet-0123456789abcdef0)"}]
+                             "reason": "'[secret]' is not a subnet id (subnet-0123456789abcdef0) [configuration]"}]
     assert SECRET not in str(error)
 
 

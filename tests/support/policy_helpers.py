@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from pulumi_policy import EnforcementLevel, Policy, Severity
 
-from gpu_fabric.policies.resource_view import Resource
+from gpu_fabric.plan.resource_view import Resource
 from gpu_fabric.policies.runner import Violation, resource_args, run_policy, stack_args
 
 STACK = "test"

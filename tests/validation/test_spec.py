@@ -39,10 +39,14 @@ def test_transfer_refusal_is_reported_at_the_configuration_path():
     del values["modelDeployments"][0]["router"]
     del values["modelDeployments"][0]["kvTransfer"]
     found = problems(values)
-    assert found == {
-        "modelDeployments[0].roles[0].resources.interface": "no effective RDMA or EFA transfer leg uses the requested interfaces",
-        "modelDeployments[0].roles[1].resources.interface": "no effective RDMA or EFA transfer leg uses the requested interfaces",
-    }
+    assert set(found) == {"modelDeployments[0].roles[0].resources.interface",
+                          "modelDeployments[0].roles[1].resources.interface"}
+    for message in found.values():
+        # The operator's words, then the cause and what to add (issue 36), then the rule's id.
+        assert message.startswith("no effective RDMA or EFA transfer leg uses the requested interfaces: "
+                                  "the deployment has no router (spec.router)")
+        assert "Set spec.kvTransfer.protocol to EFA or RDMA" in message
+        assert message.endswith("[model-deployment-admission]")
 
 
 def test_every_problem_is_reported_at_once():
@@ -84,7 +88,8 @@ def test_leg_fabric_must_match_the_pool_fabric():
 def test_privileged_mooncake_members_are_refused():
     values = seed_values()
     values["kvCacheBackends"][0]["connection"]["managed"]["members"][0]["securityContext"] = {"privileged": True}
-    assert "must not be privileged" in problems(values)["kvCacheBackends[0].connection.managed.members[0].securityContext"]
+    # The pack's rule (mooncake-members-unprivileged), decided by the stack with the same function.
+    assert "must not be privileged" in problems(values)["kvCacheBackends[0].connection.managed.members[0].securityContext.privileged"]
 
 
 def test_connection_needs_exactly_one_mode():
@@ -92,7 +97,7 @@ def test_connection_needs_exactly_one_mode():
     values["kvCacheBackends"][0]["connection"]["external"] = {"endpoints": [{"name": "Client", "address": "x:1"}]}
     # The operator's rule and words (validateKVCacheBackendConnection).
     assert problems(values)["kvCacheBackends[0].connection"] == (
-        'only one of "managed" or "external" may be set: a backend with both describes two')
+        'only one of "managed" or "external" may be set: a backend with both describes two [kv-cache-backend-admission]')
 
 
 def test_server_role_cannot_mix_with_prefill():

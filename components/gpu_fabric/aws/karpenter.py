@@ -120,7 +120,7 @@ def version_findings(component: str, version: str) -> list[str]:
     except ValueError:
         return [f"KarpenterEfaPool {component}: karpenter.version {version!r} is not a version number"]
     if stated < KARPENTER_MIN_VERSION:
-        return [f"KarpenterEfaPool {component}: Karpenter {version} cannot express the EFA layout; EC2NodeClass "
+        return [f"KarpenterEfaPool {component}: karpenter.version: Karpenter {version} cannot express the EFA layout; EC2NodeClass "
                 "networkInterfaces and placementGroupSelector need Karpenter >= 1.11 (PRs #9027, #9030)"]
     return []
 

@@ -51,7 +51,7 @@ def placement_findings(placement: NodeGroupPlacement) -> list[Finding]:
     problems: list[str] = []
     subnet_problem = None if placement.subnet_count is None else subnet_count_problem(placement.subnet_count)
     if subnet_problem:
-        problems.append(f"EFA node group {name}: {subnet_problem}")
+        problems.append(f"EFA node group {name}: subnetIds: {subnet_problem}")
     if placement.launch_template is not None:
         if not placement.reserved and not placement.placement_group:
             problems.append(

@@ -51,8 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from gpu_fabric import __version__
     from gpu_fabric.policies import ALL_POLICIES, pack_display_name
     from gpu_fabric.policies.catalogue import policy_listing
-    from gpu_fabric.policies.resource_view import Resource
-    from gpu_fabric.policies.efa_domains import describe_stack_domains
+    from gpu_fabric.plan.efa_domains.from_resources import describe_stack_domains
     from gpu_fabric.policies.over_grpc import analyze_over_grpc, served_pack
     from gpu_fabric.policies.runner import NotApplicable, Violation, run_policies
 

@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         from gpu_fabric.config.base import ConfigError
         from gpu_fabric.config.stack_file import StackFileError
         from gpu_fabric.program.project import ProjectError
-        from gpu_fabric.program.render import StackNotFoundError
+        from gpu_fabric.program.errors import StackNotFoundError
 
         try:
             lines, domain_types = stack_domain_lines(args.stack, args.project)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,9 +126,11 @@ def read_manifests(paths: list[Path]) -> list[tuple[dict[str, Any], str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print findings and grants; exit 1 when the operator would refuse anything, 2 for unreadable input."""
+    """Print findings and grants; exit 2 when the API server or the operator would refuse an object (1 when only
+    a policy of the pack would: a privileged Mooncake member group) or for unreadable input."""
     from gpu_fabric.gpustack.admission_pipeline import analyze, is_gpustack_object
-    from gpu_fabric.gpustack.profiles import UnknownOperatorVersion, profile_for
+    from gpu_fabric.gpustack.privilege_rules import privilege_findings
+    from gpu_fabric.gpustack.profiles import UnknownOperatorVersion, profile_for, stand_in_findings
 
     try:
         operator = getattr(args, "operator", None)
@@ -140,8 +143,8 @@ def run(args: argparse.Namespace) -> int:
     except UnknownOperatorVersion as error:
         print(f"gpu-fabric lint: --operator {error}", file=sys.stderr)
         return EXIT_USAGE
-    if profile.stand_in:
-        print(f"gpu-fabric lint: warning: {profile.stand_in_warning()}", file=sys.stderr)
+    for finding in stand_in_findings(profile):
+        print(f"gpu-fabric lint: warning: {finding.message} {finding.rule_tag}", file=sys.stderr)
     try:
         read = read_manifests(args.files)
     except ManifestError as error:
@@ -152,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
     sources = {_object_ref(manifest): source for manifest, source in read}
     gpustack = sum(1 for m in manifests if is_gpustack_object(m))
     report = analyze(manifests, operator=profile)
+    # The pack's privilege rules over the same objects (mooncake-members-unprivileged, model-deployment-unprivileged-roles).
+    report = replace(report, findings=(*report.findings, *privilege_findings(manifests)))
     text = format_report(report, gpustack, len(manifests) - gpustack, sources)
     if getattr(args, "quiet", False):  # findings and the verdict line only
         text = "\n".join(line for line in text.splitlines()[1:] if not line.startswith("grant "))
@@ -165,8 +170,20 @@ def run(args: argparse.Namespace) -> int:
         if stack_verdict == EXIT_USAGE:
             return EXIT_USAGE
         if stack_verdict == EXIT_FINDINGS:
-            return EXIT_FINDINGS
-    return EXIT_FINDINGS if report.errors else EXIT_OK
+            return max(EXIT_FINDINGS, report_exit_code(report))
+    return report_exit_code(report)
+
+
+def report_exit_code(report: TransferReport) -> int:
+    """The registry's exit status of the report's refusals (docs/rules.md): 2 for what the API server or the
+    operator's webhook refuses anyway (a schema, an admission rule), 1 for a policy's refusal, 0 for none.
+    Exit 2 is said on stderr in one line, as every command says it."""
+    code = max((finding.exit_code for finding in report.errors), default=EXIT_OK)
+    if code == EXIT_USAGE:
+        refused = sum(1 for finding in report.errors if finding.exit_code == EXIT_USAGE)
+        print(f"gpu-fabric lint: {refused} finding{'s' if refused != 1 else ''} the API server or the GPUStack "
+              "operator would refuse at apply (exit 2)", file=sys.stderr)
+    return code
 
 
 def _object_ref(manifest: dict[str, Any]) -> str:
@@ -185,7 +202,8 @@ def format_report(report: TransferReport, read: int, skipped: int, sources: dict
     for finding in report.findings:
         source = (sources or {}).get(str(finding.subject))
         where = f" ({source})" if source else ""
-        lines.append(f"{finding.severity.upper()} {finding.subject} {finding.path}: {finding.message}{where}")
+        lines.append(f"{finding.severity.upper()} {finding.subject} {finding.path}: {finding.message}{where} "
+                     f"{finding.rule_tag}")
     for grant in report.role_grants:
         keys = ", ".join(f"{key}: {value}" for key, value in grant.resources.items())
         lines.append(f"grant ModelDeployment {grant.namespace}/{grant.deployment} role {grant.role} "

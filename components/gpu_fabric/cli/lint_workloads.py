@@ -8,7 +8,8 @@ every queued workload requesting fabric devices must name a LocalQueue of the st
 declare, as the pack counts every LocalQueue of the stack), and every DaemonSet of the files, beside the
 stack's own device plugins, is judged by :func:`gpu_fabric.kube.advertisers.advertiser_findings`; on
 ``deviceAllocation: dra`` pools, :func:`gpu_fabric.kube.dra_exclusive.device_plugin_findings` and
-``workload_plugin_key_findings`` -- the same functions the policy pack runs. The files'
+``workload_plugin_key_findings``, and every workload by :func:`gpu_fabric.kube.host_access.host_access_findings`
+(``kubelet-host-access``) -- the same functions the policy pack runs. The files'
 ResourceClaimTemplates, ResourceClaims and pods' ``resourceClaims`` go through the DRA rules
 (:func:`gpu_fabric.kube.dra_rules.dra_findings`).
 
@@ -45,7 +46,8 @@ def stack_operator_version(stack: str, project: Path) -> str | None:
     stack's own problems are reported by :func:`lint_against_stack`)."""
     from gpu_fabric.config.fabric import CONFIG_NAMESPACE
     from gpu_fabric.config.stack_file import StackFileError
-    from gpu_fabric.program.render import StackNotFoundError, load_stack_config
+    from gpu_fabric.program.errors import StackNotFoundError
+    from gpu_fabric.program.render import load_stack_config
 
     try:
         value = load_stack_config(project, stack).get(f"{CONFIG_NAMESPACE}:gpustackOperator")
@@ -93,7 +95,7 @@ def _capacity_of_file_deployments(config: Any, manifests: Sequence[Mapping[str, 
 
 def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str, Any], str]]) -> int:
     """Print the stack verdicts over ``read`` (``(manifest, file)`` pairs); return the exit code they mean."""
-    from gpu_fabric.config.base import ConfigError
+    from gpu_fabric.config.base import ConfigError, non_finite_numbers
     from gpu_fabric.config.stack_file import StackFileError
     from gpu_fabric.kube.advertisers import advertiser_findings
     from gpu_fabric.kube.dra_exclusive import device_plugin_findings, workload_plugin_key_findings
@@ -103,9 +105,10 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     from gpu_fabric.kube.kueue import kueue_manifests
     from gpu_fabric.kube.kueue_rules import declared_local_queues, workload_queue_findings
     from gpu_fabric.kube.pool_view import pool_view_of
-    from gpu_fabric.kube.pod_templates import WorkloadShapeError
+    from gpu_fabric.kube.host_access import host_access_findings
+    from gpu_fabric.kube.pod_templates import WorkloadShapeError, pod_spec_of
     from gpu_fabric.kube.workloads import judge_workloads, object_ref, pool_finding_line
-    from gpu_fabric.program.render import StackNotFoundError
+    from gpu_fabric.program.errors import StackNotFoundError
     from gpu_fabric.plan.dra_pools import config_dra_context, dra_manifests
     from gpu_fabric.plan.fabric_plan import stack_device_plugin_daemonsets
     from gpu_fabric.validation.fabric_facts import stack_fabric_pools
@@ -138,7 +141,7 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     dra = [finding for finding in dra_findings_by_namespace(claimed, _with_file_templates(config_dra_context(config), manifests))
            if finding.subject is None or str(finding.subject) in file_refs]
     # A claim that cannot be read is unusable input (exit 2); every other DRA finding is a verdict on the files.
-    shape_problems.extend(f"{sources.get(str(f.subject), '?')}: {f}" for f in dra if f.rule_id == DRA_CLAIM_SHAPE.id)
+    shape_problems.extend(f"{sources.get(str(f.subject), '?')}: {f} {f.rule_tag}" for f in dra if f.rule_id == DRA_CLAIM_SHAPE.id)
     dra = [f for f in dra if f.rule_id != DRA_CLAIM_SHAPE.id]
     if shape_problems:
         for problem in shape_problems:
@@ -160,8 +163,13 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
     own_refs = {str(object_ref(daemonset)) for daemonset in own}
     queue_findings = [finding for manifest in manifests
                       for finding in workload_queue_findings(manifest, declared, claims=claims)]
-    # Both print as "subject path: message [rule]".
-    object_findings = [*queue_findings, *_capacity_of_file_deployments(config, manifests)]
+    # No API takes a NaN or an infinity (finite-numbers, as the pack refuses it in a program registering the file).
+    non_finite = [finding.about(object_ref(manifest)) for manifest in manifests for finding in non_finite_numbers(manifest)]
+    # All print as "subject path: message [rule]".
+    object_findings = [*queue_findings, *_capacity_of_file_deployments(config, manifests), *non_finite]
+    # kubelet-host-access, as the pack judges every workload a program registers (paths relative to the pod spec).
+    host_access = [finding for manifest in manifests if (pod_spec := pod_spec_of(manifest))
+                   for finding in host_access_findings(manifest, pod_spec, object_ref(manifest))]
 
     lines = [f"stack {stack}: {len(pools)} pools ({', '.join(f'{p.name} ({p.fabric})' for p in pools)})"]
     for finding in report.findings:
@@ -172,12 +180,12 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
         lines.append(f"{str(advertiser.severity).upper()} {source}: {pool_finding_line(advertiser)}")
     for finding in object_findings:
         lines.append(f"{str(finding.severity).upper()} {sources.get(str(finding.subject), '?')}: {finding.subject} "
-                     f"{finding.path}: {finding.message} [{finding.rule_id}]")
-    for finding in dra:
-        lines.append(f"{str(finding.severity).upper()} {sources.get(str(finding.subject), '?')}: {finding} [{finding.rule_id}]")
+                     f"{finding.path}: {finding.message} {finding.rule_tag}")
+    for finding in [*host_access, *dra]:
+        lines.append(f"{str(finding.severity).upper()} {sources.get(str(finding.subject), '?')}: {finding} {finding.rule_tag}")
     for ref, path, why in report.not_judged:
         lines.append(f"NOT JUDGED {sources.get(ref, '?')}: {ref} {path}: {why}")
-    later = [*advertisers, *object_findings, *dra]
+    later = [*advertisers, *object_findings, *host_access, *dra]
     errors = len(report.errors) + sum(1 for f in later if f.is_error)
     warnings = len(report.warnings) + sum(1 for f in later if not f.is_error)
     lines.append(f"{len(report.judged)} pod templates judged, {len(report.not_judged)} not judged, "
@@ -185,4 +193,8 @@ def lint_against_stack(stack: str, project: Path, read: Sequence[tuple[dict[str,
                  f"{report.passed_over} objects of other kinds passed over; "
                  f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}")
     print("\n".join(lines))
-    return EXIT_FINDINGS if errors else EXIT_OK
+    if not errors:
+        return EXIT_OK
+    # As render and check: 1 when mandatory policies alone refuse, 2 when the target refuses anyway (an input rule).
+    refused = [*report.errors, *(f for f in later if f.is_error)]
+    return EXIT_FINDINGS if all(f.is_policy_refusal for f in refused) else EXIT_USAGE

@@ -189,11 +189,13 @@ def as_finding(problem: Problem) -> Finding:
 
 
 def problem_text(finding: Finding) -> str:
-    """How a configuration problem reads after its path: the message, and the policy of the pack that
-    refuses the same thing at preview (``... (policy fabric-pool-topology)``) when one does."""
+    """How a configuration problem reads after its path: the message, the policy of the pack that refuses
+    the same thing at preview when one does, and the rule's id, as ``lint`` and the pack end their lines
+    (``... (policy fabric-pool-topology) [fabric-pool-topology]``; docs/rules.md lists every id)."""
     if finding.is_policy_refusal and finding.policy:
-        return f"{finding.message} (policy {finding.policy})"
-    return finding.message
+        return f"{finding.message} (policy {finding.policy}) {finding.rule_tag}"
+    return f"{finding.message} {finding.rule_tag}"
+
 
 
 def path_text(finding: Finding) -> str:

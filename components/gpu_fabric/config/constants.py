@@ -28,6 +28,8 @@ MANUFACTURER_LABEL: Final = "gpustack.ai/manufacturer"
 """Label of a Device Manager DaemonSet naming the accelerator manufacturer it serves."""
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 """The LocalQueue a workload enters."""
+EFA_SECURITY_GROUP_TAG: Final = "gpu-fabric.io/efa-security-group"
+"""AWS tag of an EFA domain's security group (``EfaDomain`` writes it; the policy pack knows the group by it)."""
 DEVICE_ALLOCATION_LABEL: Final = "gpu-fabric.io/device-allocation"
 """Set to ``"dra"`` on the nodes of a ``deviceAllocation: dra`` pool the stack provisions: the stack's own EFA
 device plugin stays off them by this label (a device plugin beside a DRA driver oversubscribes the devices)."""

@@ -15,7 +15,8 @@ from pydantic import AfterValidator, Field
 from gpu_fabric.config.constants import DEFAULT_API_VERSION, DEFAULT_GPUSTACK_OPERATOR
 from gpu_fabric.config.base import SpecModel
 from gpu_fabric.config.cluster import ClusterSpec, DevicePluginSettings, KubernetesTarget
-from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec, ModelDeploymentSpec
+from gpu_fabric.config.kv_cache import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec
+from gpu_fabric.config.serving import ModelDeploymentSpec
 from gpu_fabric.config.pool import PoolSpec, check_namespace
 
 CONFIG_NAMESPACE = "gpu-fabric"

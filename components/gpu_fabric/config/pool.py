@@ -223,7 +223,7 @@ class PoolSpec(SpecModel):
         if self.accelerators_per_node and self.resolved_accelerator_resource is None:
             if self.resolved_manufacturer is None:
                 # A name that is not gpustack--<manufacturer>-... tells no manufacturer: the usual fix is to state it.
-                known = ", ".join(sorted(DEFAULT_ACCELERATOR_RESOURCE))
+                known = ", ".join(sorted(set(DEFAULT_ACCELERATOR_RESOURCE) - {"nvidia"}))
                 raise at("manufacturer", f"{self.name!r} is not a GPUStack InstanceType name (gpustack--<manufacturer>-"
                          f"<model>-<os>-<arch>), so it tells no manufacturer: set manufacturer: nvidia (or {known}), or "
                          "acceleratorResource for another vendor")

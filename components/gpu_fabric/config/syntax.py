@@ -223,28 +223,30 @@ def _regex_error(message: str, pattern: str, *examples: str) -> str:
     return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
 
 
-def is_dns1123_label(value: str) -> list[str]:
-    """``validation.IsDNS1123Label``: problems, empty when ``value`` is a valid label."""
+def _bounded_match(value: str, compiled: re.Pattern[str], message: str, pattern: str, *examples: str,
+                   part: str = "") -> list[str]:
+    """The API server's two checks of a label-like value: ``MaxLenError`` past 63 characters, then ``RegexError``
+    (``part``, e.g. ``"name part "``, leads each message where the value is part of a larger one)."""
     problems = []
     if len(value) > 63:
-        problems.append("must be no more than 63 characters")
-    if not DNS_LABEL.fullmatch(value):
-        problems.append(_regex_error("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
-                                     "or '-', and must start and end with an alphanumeric character",
-                                     _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+        problems.append(f"{part}must be no more than 63 characters")
+    if not compiled.fullmatch(value):
+        problems.append(part + _regex_error(message, pattern, *examples))
     return problems
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """``validation.IsDNS1123Label``: problems, empty when ``value`` is a valid label."""
+    return _bounded_match(value, DNS_LABEL, "a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                          "characters or '-', and must start and end with an alphanumeric character",
+                          _DNS1123_LABEL_FMT, "my-name", "123-abc")
 
 
 def is_dns1035_label(value: str) -> list[str]:
     """``validation.IsDNS1035Label``: problems, empty when ``value`` is a valid Service name."""
-    problems = []
-    if len(value) > 63:
-        problems.append("must be no more than 63 characters")
-    if not DNS1035_LABEL.fullmatch(value):
-        problems.append(_regex_error("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                                     "start with an alphabetic character, and end with an alphanumeric character",
-                                     _DNS1035_LABEL_FMT, "my-name", "abc-123"))
-    return problems
+    return _bounded_match(value, DNS1035_LABEL, "a DNS-1035 label must consist of lower case alphanumeric characters "
+                          "or '-', start with an alphabetic character, and end with an alphanumeric character",
+                          _DNS1035_LABEL_FMT, "my-name", "abc-123")
 
 
 def is_qualified_name(value: str) -> list[str]:
@@ -268,25 +270,17 @@ def is_qualified_name(value: str) -> list[str]:
     if not name:
         problems.append("name part must be non-empty")
     else:
-        if len(name) > 63:
-            problems.append("name part must be no more than 63 characters")
-        if not _QUALIFIED_NAME.fullmatch(name):
-            problems.append("name part " + _regex_error(
-                "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-                "alphanumeric character", _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
+        problems.extend(_bounded_match(name, _QUALIFIED_NAME, "must consist of alphanumeric characters, '-', '_' or "
+                                       "'.', and must start and end with an alphanumeric character",
+                                       _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc", part="name part "))
     return problems
 
 
 def is_valid_label_value(value: str) -> list[str]:
     """``validation.IsValidLabelValue``."""
-    problems = []
-    if len(value) > 63:
-        problems.append("must be no more than 63 characters")
-    if not _LABEL_VALUE.fullmatch(value):
-        problems.append(_regex_error("a valid label must be an empty string or consist of alphanumeric characters, "
-                                     "'-', '_' or '.', and must start and end with an alphanumeric character",
-                                     _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return problems
+    return _bounded_match(value, _LABEL_VALUE, "a valid label must be an empty string or consist of alphanumeric "
+                          "characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+                          _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
 
 
 # -- annotated types: the checks above as pydantic field types ------------------------------------

@@ -94,6 +94,28 @@ def _option_text(value: Any) -> Any:
     return value
 
 
+def _canonical_options(options: dict[str, str], kinds: Mapping[str, str], field: str, manager: str) -> dict[str, str]:
+    """A kubelet ``*PolicyOptions`` map checked against its table of known options, in canonical form: a ``bool``
+    option is ``'true'`` or ``'false'`` and kept only when true (false is the kubelet's default, so equal meanings
+    compare equal); any other is a positive integer, without leading zeros."""
+    canonical: dict[str, str] = {}
+    for name, value in sorted(options.items()):
+        kind = kinds.get(name)
+        if kind is None:
+            known = ", ".join(sorted(kinds))
+            raise ValueError(f"{field}: unknown {manager} option {name!r} (known: {known})")
+        if kind == "bool":
+            if value not in ("true", "false"):
+                raise ValueError(f"{field}.{name} must be 'true' or 'false', not {value!r}")
+            if value == "true":
+                canonical[name] = value
+        else:
+            if not value.isdigit() or int(value) < 1:
+                raise ValueError(f"{field}.{name} must be a positive integer, not {value!r}")
+            canonical[name] = str(int(value))
+    return canonical
+
+
 class KubeletTopology(SpecModel):
     """NUMA alignment settings of a node pool's kubelet.
 
@@ -150,36 +172,13 @@ class KubeletTopology(SpecModel):
     @field_validator("policy_options")
     @classmethod
     def _known_topology_options(cls, options: dict[str, str]) -> dict[str, str]:
-        canonical: dict[str, str] = {}
-        for name, value in sorted(options.items()):
-            kind = TOPOLOGY_POLICY_OPTION_KINDS.get(name)
-            if kind is None:
-                known = ", ".join(sorted(TOPOLOGY_POLICY_OPTION_KINDS))
-                raise ValueError(f"policyOptions: unknown topology manager option {name!r} (known: {known})")
-            if kind == "bool":
-                if value not in ("true", "false"):
-                    raise ValueError(f"policyOptions.{name} must be 'true' or 'false', not {value!r}")
-                if value == "true":
-                    canonical[name] = value
-            else:
-                if not value.isdigit() or int(value) < 1:
-                    raise ValueError(f"policyOptions.{name} must be a positive integer, not {value!r}")
-                canonical[name] = str(int(value))
-        return canonical
+        return _canonical_options(options, TOPOLOGY_POLICY_OPTION_KINDS, "policyOptions", "topology manager")
 
     @field_validator("cpu_manager_policy_options")
     @classmethod
     def _known_cpu_options(cls, options: dict[str, str]) -> dict[str, str]:
-        canonical: dict[str, str] = {}
-        for name, value in sorted(options.items()):
-            if name not in CPU_MANAGER_POLICY_OPTIONS:
-                known = ", ".join(sorted(CPU_MANAGER_POLICY_OPTIONS))
-                raise ValueError(f"cpuManagerPolicyOptions: unknown CPU manager option {name!r} (known: {known})")
-            if value not in ("true", "false"):
-                raise ValueError(f"cpuManagerPolicyOptions.{name} must be 'true' or 'false', not {value!r}")
-            if value == "true":
-                canonical[name] = value
-        return canonical
+        return _canonical_options(options, dict.fromkeys(CPU_MANAGER_POLICY_OPTIONS, "bool"), "cpuManagerPolicyOptions",
+                                  "CPU manager")
 
     @model_validator(mode="after")
     def _static_needs_reserved_cpus(self) -> "KubeletTopology":

@@ -48,6 +48,12 @@ class Finding:
         return self.rule.id
 
     @property
+    def rule_tag(self) -> str:
+        """``[rule-id]``: how every surface (``lint``, ``render``, ``check``, the pack at ``pulumi preview``)
+        ends a finding's line, so the id leads to the rule's row in docs/rules.md."""
+        return f"[{self.rule.id}]"
+
+    @property
     def is_error(self) -> bool:
         return self.severity is Severity.ERROR
 

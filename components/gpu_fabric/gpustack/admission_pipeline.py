@@ -46,6 +46,7 @@ from gpu_fabric.gpustack.transfer_legs import (
     EFA_KEY,
     MSG_BACKEND_UNRESOLVED,
     MSG_BINDING_UNRESOLVED,
+    MSG_NO_FABRIC_LEG,
     MSG_POOL_UNRESOLVED,
     InterfaceRefusal,
     MemberGrant,
@@ -56,6 +57,7 @@ from gpu_fabric.gpustack.transfer_legs import (
     interface_resource,
     member_grants,
     member_group_protocols,
+    no_leg_remedy,
     validate_binding_transport,
 )
 
@@ -281,7 +283,10 @@ def _interface_requests(
         try:
             key = interface_resource(role_protocols, direct, count)
         except InterfaceRefusal as refusal:
-            refuse(role_index, str(refusal))
+            text = str(refusal)
+            if text == MSG_NO_FABRIC_LEG:  # the operator's words first, then what gpu-fabric knows of the cause
+                text = f"{text}: {no_leg_remedy(spec, role, manufacturer, role_protocols)}"
+            refuse(role_index, text)
             continue
         fabric = "efa" if key == EFA_KEY else "rdma"
         grants.append(RoleGrant(

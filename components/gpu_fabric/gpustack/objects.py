@@ -13,7 +13,8 @@ from typing import Any
 
 from gpu_fabric.config.constants import DEFAULT_API_VERSION
 from gpu_fabric.config.fabric import FabricConfig
-from gpu_fabric.config.serving import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec, ModelDeploymentSpec
+from gpu_fabric.config.kv_cache import KVCacheBackendSpec, KVCachePoolBindingSpec, KVCachePoolSpec
+from gpu_fabric.config.serving import ModelDeploymentSpec
 from gpu_fabric.gpustack.operator_pin import API_GROUP
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-fabric"}

@@ -12,7 +12,7 @@ Both read the manifest as the operator stores it; a value unknown at preview is 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 from gpu_fabric.config.shapes import as_list, as_mapping, truthy
 from gpu_fabric.findings import Enforcement, Finding, ObjectRef, Rule, Severity
@@ -29,11 +29,12 @@ MODEL_DEPLOYMENT_UNPRIVILEGED_ROLES = Rule(
 RULES = (MOONCAKE_MEMBERS_UNPRIVILEGED, MODEL_DEPLOYMENT_UNPRIVILEGED_ROLES)
 
 
-def member_privilege_findings(backend: Mapping[str, Any], subject: ObjectRef) -> list[Finding]:
+def member_privilege_findings(backend: Mapping[str, Any], subject: Optional[ObjectRef]) -> list[Finding]:
     """Member groups of a KVCacheBackend manifest that ask for a privileged container."""
     members = as_list(as_mapping(as_mapping(as_mapping(backend.get("spec")).get("connection")).get("managed")).get("members"))
     return [Finding.of(MOONCAKE_MEMBERS_UNPRIVILEGED, f"spec.connection.managed.members[{index}].securityContext.privileged",
-                       "is true; Mooncake members must not be privileged", subject=subject)
+                       "is true; Mooncake members must not be privileged: fabric groups already get IPC_LOCK and "
+                       "SYS_RESOURCE", subject=subject)
             for index, member in enumerate(members)
             if truthy(as_mapping(as_mapping(member).get("securityContext")).get("privileged"))]
 
@@ -47,4 +48,21 @@ def role_privilege_findings(deployment: Mapping[str, Any], subject: ObjectRef) -
             found.append(Finding.of(MODEL_DEPLOYMENT_UNPRIVILEGED_ROLES, f"spec.roles[{index}]",
                                     f"({role.get('name', '?')}) runs privileged", severity=Severity.WARNING,
                                     subject=subject))
+    return found
+
+
+def privilege_findings(objects: Iterable[Mapping[str, Any]], default_namespace: str = "default") -> list[Finding]:
+    """Both rules over every ``worker.gpustack.ai`` KVCacheBackend and ModelDeployment among ``objects`` (``lint``'s
+    reading of a team's files, as the pack reads the same objects at preview)."""
+    from gpu_fabric.gpustack.admission_pipeline import is_gpustack_object
+
+    found: list[Finding] = []
+    for obj in objects:
+        metadata = as_mapping(obj.get("metadata"))
+        name = str(metadata.get("name") or "")
+        if is_gpustack_object(obj, "KVCacheBackend"):
+            found.extend(member_privilege_findings(obj, ObjectRef("KVCacheBackend", name)))
+        elif is_gpustack_object(obj, "ModelDeployment"):
+            namespace = str(metadata.get("namespace") or default_namespace)
+            found.extend(role_privilege_findings(obj, ObjectRef("ModelDeployment", name, namespace)))
     return found

@@ -173,6 +173,34 @@ def interface_resource(store_protocols: list[str], direct_protocol: str, count: 
     return next(iter(fabric_resources(fabric, count)))
 
 
+def no_leg_remedy(spec: Mapping[str, Any], role: Mapping[str, Any], manufacturer: str, store_protocols: list[str]) -> str:
+    """What to change when :data:`MSG_NO_FABRIC_LEG` refuses a role: why neither leg is a fabric, and what adds one.
+
+    The operator's message names no cause. The direct leg exists only for a vLLM role of a routed pair that
+    declares both halves (:func:`direct_interface_protocol`), the cache leg only for a role bound to a cache whose
+    member groups use RDMA or EFA; a role with its own ``command`` gets neither.
+    """
+    if role.get("command"):
+        return ("this role sets its own command, so the operator renders no transfer leg for it: drop "
+                "resources.interface, or let the operator render the engine's command")
+    causes = []
+    if not isinstance(spec.get("router"), Mapping):
+        causes.append("the deployment has no router (spec.router), so there is no direct prefill/decode leg")
+    elif not declares_both_halves(spec) or effective_role_kind(role) not in (KIND_PREFILL, KIND_DECODE):
+        causes.append("the direct leg joins a Prefill role and a Decode role, and this role is not one half of such a pair")
+    elif engine_name(spec) != ENGINE_VLLM or manufacturer in ("", "ascend"):
+        causes.append("the direct leg is rendered for vLLM on a known NVIDIA or AMD pool only")
+    else:
+        protocol = (spec.get("kvTransfer") or {}).get("protocol") or "unset"
+        causes.append(f"spec.kvTransfer.protocol is {protocol}, not RDMA or EFA")
+    if not store_protocols:
+        causes.append("no kvCache binding gives it a cache leg")
+    else:
+        causes.append(f"its cache's member groups use {', '.join(store_protocols)}")
+    return ("; ".join(causes) + ". Set spec.kvTransfer.protocol to EFA or RDMA on a routed Prefill/Decode "
+            "pair, or bind a kvCache whose Mooncake members use EFA or RDMA, or drop resources.interface")
+
+
 def uses_kv_transfer(spec: Mapping[str, Any], role: Mapping[str, Any], manufacturer: str) -> bool:
     """``modelDeploymentUsesKVTransfer``: this role runs the engine side of a routed prefill/decode pair.
 

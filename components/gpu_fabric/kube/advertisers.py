@@ -28,7 +28,8 @@ from gpu_fabric.kube.coverage import (
     daemonset_schedules_on,
 )
 from gpu_fabric.findings import Finding, ObjectRef, Rule, Severity
-from gpu_fabric.kube.workloads import FabricPool, object_ref
+from gpu_fabric.kube.workload_rules import FabricPool
+from gpu_fabric.kube.workloads import object_ref
 
 ADVERTISERS_POLICY = "fabric-advertisers"
 

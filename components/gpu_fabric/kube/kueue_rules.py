@@ -173,6 +173,6 @@ def covered_keys_findings(cluster_queue: str, wanted: AbstractSet[str], covered:
     if not missing:
         return []
     return [Finding.of(KUEUE_FABRIC_KEYS_COVERED, "spec.resourceGroups", (
-        f"ClusterQueue {cluster_queue} admits fabric workloads but does not cover {', '.join(missing)}; "
+        f"admits fabric workloads but does not cover {', '.join(missing)}; "
         "Kueue will admit more fabric endpoints than the nodes have"), severity=Severity.WARNING,
         subject=ObjectRef("ClusterQueue", cluster_queue))]

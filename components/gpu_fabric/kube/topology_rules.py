@@ -84,7 +84,8 @@ def delivery_findings(pool: str, *, provisioned: bool, agent: bool) -> list[Find
     kubelet topology agent (``agent``); otherwise it is computed and never applied (advisory)."""
     if provisioned or agent:
         return []
-    return [Finding.of(FABRIC_POOL_TOPOLOGY_DELIVERED, "", (
+    return [Finding.of(FABRIC_POOL_TOPOLOGY_DELIVERED, "topologyAgent", (
         f"pool {pool}: its kubelet topology reaches no node: the stack does not provision its nodes and runs no "
-        "kubelet topology agent for it, so its kubelets keep their own TopologyManager policy"),
+        "kubelet topology agent for it, so its kubelets keep their own TopologyManager policy; set topologyAgent: "
+        "true on the pool (docs/kubelet-topology-agent.md)"),
         severity=Severity.WARNING, pool=pool)]

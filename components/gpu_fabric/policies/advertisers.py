@@ -18,7 +18,7 @@ from gpu_fabric.findings import Finding
 from gpu_fabric.kube.advertisers import advertiser_findings
 from gpu_fabric.kube.workloads import object_ref, pool_finding_line
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import Resource
+from gpu_fabric.plan.resource_view import Resource
 from gpu_fabric.policies.device_plugins import declared_external_efa_plugins
 from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.policies.workloads import fabric_pools

@@ -16,8 +16,8 @@ from gpu_fabric.findings import Finding
 from gpu_fabric.plan.pool_capacity import capacity_findings, pool_capacity_of_input
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.reporting import report_finding
-from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, Resource
-from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects
+from gpu_fabric.plan.resource_view import KUEUE_POOL_TYPE, Resource
+from gpu_fabric.plan.resource_view import DEFAULT_NAMESPACE, gpustack_objects
 
 
 def capacity_violations(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:

@@ -8,7 +8,7 @@ to ``docs/rules.md``; a test keeps the committed file current.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from gpu_fabric.findings import Enforcement
 from gpu_fabric.validation.rule_registry import RegisteredRule, rules_of_policy, rules_without_policy
@@ -65,19 +65,40 @@ Every rule gpu-fabric decides, once: the policy of the pack that reports it at `
 `lint`): exit 1 for a well-formed input a mandatory policy refuses, exit 2 for input the target refuses
 anyway (a configuration field, a CRD schema, an operator webhook, EC2's limits). A rule of an advisory
 policy warns and never refuses. A finding that rests on a value unknown at preview waits for the value
-instead of refusing."""
+instead of refusing. Every surface ends a finding with its rule's id in brackets (`... [dra-pool-topology]`):
+`lint`'s and `render`'s lines, `check`'s report and each violation `pulumi preview` shows."""
 
 _TABLE_HEAD = ("| rule | refuses or warns about | a refusal | source | decided by |\n"
                "|---|---|---|---|---|")
 
 
-def rule_catalogue_markdown(policies: Sequence[Any]) -> str:
-    """``docs/rules.md``: one section per policy (in the pack's order), then the rules no policy reports."""
+Examples = Mapping[str, Sequence[tuple[str, str]]]
+"""Per rule id, ``(verdict, text)`` pairs: what the rule accepts, refuses or warns about, one line each
+(the conformance corpus's cases, ``tests/conformance/cases``)."""
+
+
+def _examples(entries: Sequence[RegisteredRule], examples: Optional[Examples]) -> str:
+    if not examples:
+        return ""
+    lines = []
+    for entry in entries:
+        for verdict, text in examples.get(entry.id, ()):
+            lines.append(f"- `{entry.id}` {verdict}: {text}")
+    return ("\n\nExamples (the conformance corpus, `tests/conformance/cases`, runs each through every surface):\n\n"
+            + "\n".join(lines)) if lines else ""
+
+
+def rule_catalogue_markdown(policies: Sequence[Any], examples: Optional[Examples] = None) -> str:
+    """``docs/rules.md``: one section per policy (in the pack's order), then the rules no policy reports; under
+    each table, the ``examples`` of its rules (an input each accepts and one each refuses) when given."""
     parts = [HEADER]
     for policy in policies:
-        rows = "\n".join(_rule_row(entry) for entry in rules_of_policy(policy.name))
-        parts.append(f"## `{policy.name}` ({_level(policy)})\n\n{policy_summary(policy)}.\n\n{_TABLE_HEAD}\n{rows}")
-    rows = "\n".join(_rule_row(entry) for entry in rules_without_policy())
+        entries = rules_of_policy(policy.name)
+        rows = "\n".join(_rule_row(entry) for entry in entries)
+        parts.append(f"## `{policy.name}` ({_level(policy)})\n\n{policy_summary(policy)}.\n\n{_TABLE_HEAD}\n{rows}"
+                     + _examples(entries, examples))
+    entries = rules_without_policy()
+    rows = "\n".join(_rule_row(entry) for entry in entries)
     parts.append("## Refused before registration only\n\nNo policy reports these: they concern the configuration "
-                 f"itself, which a policy pack never sees.\n\n{_TABLE_HEAD}\n{rows}")
+                 f"itself, which a policy pack never sees.\n\n{_TABLE_HEAD}\n{rows}" + _examples(entries, examples))
     return "\n\n".join(parts) + "\n"

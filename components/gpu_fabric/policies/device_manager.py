@@ -26,7 +26,7 @@ from gpu_fabric.gpustack.device_manager_access import DEVICE_MANAGER_LEAST_PRIVI
 from gpu_fabric.config.shapes import as_list, as_mapping, is_unknown, known_str
 from gpu_fabric.kube.pod_templates import pod_spec_of
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import Resource
+from gpu_fabric.plan.resource_view import Resource
 from gpu_fabric.policies.reporting import report_finding
 
 _ROLE_KINDS = ("ClusterRole", "Role")

@@ -27,7 +27,7 @@ from gpu_fabric.kube.coverage import DEVICE_PLUGIN_COVERAGE
 from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.config.shapes import as_mapping, known_str, unknown_paths
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import GPU_FABRIC_TYPE, pool_facts, PoolFacts, queue_owner, Resource
+from gpu_fabric.plan.resource_view import GPU_FABRIC_TYPE, pool_facts, PoolFacts, queue_owner, Resource
 
 OPERATOR_CHART = "gpustack-operator"
 HELM_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v3:Chart", "kubernetes:helm.sh/v4:Chart")

@@ -18,10 +18,11 @@ from gpu_fabric.findings import Finding
 from gpu_fabric.kube.dra_claims import CLAIM_TEMPLATE_KIND, is_resource_object, object_ref
 from gpu_fabric.config.shapes import as_mapping
 from gpu_fabric.kube.dra_rules import DraContext, dra_findings_by_namespace
+from gpu_fabric.kube.claim_templates import DRA_DEVICE_CLASSES
 from gpu_fabric.plan.dra_pools import DraPool, per_root_device_counts
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.reporting import report_finding
-from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, Resource
+from gpu_fabric.plan.resource_view import KUEUE_POOL_TYPE, Resource
 
 
 def stack_context(resources: Sequence[Resource]) -> Callable[[str], DraContext]:
@@ -29,9 +30,10 @@ def stack_context(resources: Sequence[Resource]) -> Callable[[str], DraContext]:
 
     * the rendered templates, when the stack renders any (a pod naming another one is refused);
     * PCIe-root capacities from the ``dra`` pools' layouts (the ``KueuePool`` components' ``pool`` inputs);
-    * Kueue admits a namespace's workloads when the stack declares a LocalQueue there. Which DeviceClasses Kueue
-      maps is its controller's configuration file, not an object of the stack: that rule stays undecided here
-      (``load_config`` and ``lint --stack`` decide it from the configuration).
+    * Kueue admits a namespace's workloads when the stack declares a LocalQueue there, and maps the DeviceClasses the
+      stack exports as ``kueueDeviceClassMappings`` when it owns the ClusterQueues of a ``dra`` pool (the
+      ``KueuePool`` components' ``queueOwner``), as ``load_config`` and ``lint --stack`` read the configuration
+      (:func:`gpu_fabric.kube.kueue.device_class_mappings`); otherwise that rule stays undecided.
     """
     objects = [r for r in resources if r.is_kubernetes_object]
     templates = [object_ref(r.props) for r in objects if is_resource_object(r.props, CLAIM_TEMPLATE_KIND)]
@@ -40,9 +42,12 @@ def stack_context(resources: Sequence[Resource]) -> Callable[[str], DraContext]:
              if (pool := DraPool.of_input(as_mapping(r.props.get("pool")))) is not None]
     counts = per_root_device_counts(pools)
     queued = {r.namespace or "default" for r in objects if r.kind == "LocalQueue"}
+    owned = any(r.props.get("queueOwner") == "standalone" for r in resources if r.type == KUEUE_POOL_TYPE)
+    mapped = frozenset(DRA_DEVICE_CLASSES) if pools and owned else None
 
     def context_of(namespace: str) -> DraContext:
-        return DraContext(per_root_counts=counts, kueue_managed=namespace in queued, rendered_templates=rendered)
+        return DraContext(per_root_counts=counts, kueue_managed=namespace in queued,
+                          mapped_device_classes=mapped if namespace in queued else None, rendered_templates=rendered)
 
     return context_of
 

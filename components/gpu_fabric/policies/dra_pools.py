@@ -1,7 +1,7 @@
 """Policy ``dra-pools``: the rules over ``deviceAllocation: dra`` pools, at ``pulumi preview``.
 
 An adapter: the pools come from the ``KueuePool`` components' ``pool`` inputs (:class:`gpu_fabric.plan.dra_pools.DraPool`
-and :func:`gpu_fabric.policies.resource_view.pool_facts`), the cluster's Kubernetes version and Auto Mode from the
+and :func:`gpu_fabric.plan.resource_view.pool_facts`), the cluster's Kubernetes version and Auto Mode from the
 ``GpuFabric`` component's ``cluster`` input, and the rules are the ones ``load_config`` calls:
 
 * :func:`gpu_fabric.plan.dra_pools.dra_pool_findings`: Kubernetes 1.34+, a provisioner with DRA support, a known
@@ -27,7 +27,7 @@ from gpu_fabric.plan.dra_pools import DraPool, deployment_plugin_key_findings, d
 from gpu_fabric.policies.device_plugins import declared_external_efa_plugins
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.reporting import report_finding
-from gpu_fabric.policies.resource_view import GPU_FABRIC_TYPE, KUEUE_POOL_TYPE, Resource, pool_facts
+from gpu_fabric.plan.resource_view import GPU_FABRIC_TYPE, KUEUE_POOL_TYPE, Resource, pool_facts
 
 
 def stack_cluster(resources: Sequence[Resource]) -> tuple[Optional[str], bool]:
@@ -72,7 +72,7 @@ def dra_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
 
 def _member_findings(resources: Sequence[Resource], pools: Sequence[Any]) -> list[tuple[str, Finding]]:
     from gpu_fabric.gpustack.admission_pipeline import analyze
-    from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
+    from gpu_fabric.plan.resource_view import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
 
     objects = gpustack_objects(list(resources))
     backends = {r.object_name: r.urn for r in objects if r.kind == "KVCacheBackend"}

@@ -22,8 +22,8 @@ from gpu_fabric.aws.launch_template_rules import efa_interfaces, interface_findi
 from gpu_fabric.findings import Finding
 from gpu_fabric.config.shapes import known_str, unknown_paths
 from gpu_fabric.policies.engine_wire import resource_of
-from gpu_fabric.policies.resource_view import LAUNCH_TEMPLATE_TYPE
-from gpu_fabric.policies.reporting import report_finding
+from gpu_fabric.plan.resource_view import LAUNCH_TEMPLATE_TYPE
+from gpu_fabric.policies.reporting import at_path, report_finding
 
 ALLOW_FEWER_EFA_INTERFACES: dict[str, Any] = {
     "allowFewerEfaInterfaces": {
@@ -74,7 +74,7 @@ def _validate(args: ResourceValidationArgs, report_violation: Any) -> None:
     findings, skipped = template_findings(resource.props, allows_fewer_efa_interfaces(args))
     findings = [*findings, *security_group_findings(resource.props)]
     for finding in findings:
-        report_finding(report_violation, finding, finding.message)
+        report_finding(report_violation, finding, at_path(finding))
     if skipped and not findings:
         args.not_applicable(f"instance-type rules not checked: {skipped}")
 

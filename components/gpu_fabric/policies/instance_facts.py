@@ -17,7 +17,7 @@ from gpu_fabric.aws.catalog.bundled import BundledInstanceCatalog
 from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings, pool_instance_types
 from gpu_fabric.findings import Finding
 from gpu_fabric.policies.engine_wire import plain
-from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE
+from gpu_fabric.plan.resource_view import KUEUE_POOL_TYPE
 from gpu_fabric.policies.reporting import report_finding
 
 

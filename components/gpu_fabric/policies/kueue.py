@@ -28,7 +28,7 @@ from gpu_fabric.kube.kueue_rules import (
     workload_queue_findings,
 )
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import pool_facts, Resource
+from gpu_fabric.plan.resource_view import pool_facts, Resource
 from gpu_fabric.gpustack.transfer_legs import EFA_KEY, FABRIC_KEYS
 from gpu_fabric.policies.reporting import report_finding
 
@@ -102,7 +102,7 @@ def _validate_workloads(args: StackValidationArgs, report_violation: Any) -> Non
 
 def _validate_coverage(args: StackValidationArgs, report_violation: Any) -> None:
     for urn, finding in coverage_findings(stack_resources(args)):
-        report_finding(report_violation, finding, finding.message, urn)
+        report_finding(report_violation, finding, str(finding), urn)
 
 
 kueue_fabric_workload_queue = StackValidationPolicy(

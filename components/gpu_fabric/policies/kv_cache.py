@@ -19,9 +19,9 @@ from gpu_fabric.gpustack.admission_pipeline import analyze
 from gpu_fabric.plan.kv_cache_references import router_findings, unreferenced_findings
 from gpu_fabric.plan.transport_fabric import KV_MEMBER_TRANSPORT_FABRIC, member_findings, role_leg_findings, shared_node_findings
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import pool_facts, Resource
+from gpu_fabric.plan.resource_view import pool_facts, Resource
 from gpu_fabric.policies.reporting import report_finding
-from gpu_fabric.policies.transfer_paths import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
+from gpu_fabric.plan.resource_view import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
 
 
 def kv_cache_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:

@@ -17,7 +17,7 @@ from gpu_fabric.aws.node_group_placement import NodeGroupPlacement, placement_fi
 from gpu_fabric.findings import Finding
 from gpu_fabric.config.shapes import as_list, as_mapping, is_unknown, known_str
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import EFA_PRESENT_LABEL, NODE_GROUP_TYPE, PLACEMENT_GROUP_TYPE, efa_interfaces, node_group_launch_template, Resource, siblings
+from gpu_fabric.plan.resource_view import EFA_PRESENT_LABEL, NODE_GROUP_TYPE, PLACEMENT_GROUP_TYPE, efa_interfaces, node_group_launch_template, Resource, siblings
 from gpu_fabric.policies.reporting import report_finding
 
 

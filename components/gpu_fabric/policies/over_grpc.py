@@ -26,7 +26,7 @@ from google.protobuf import struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from pulumi_policy import EnforcementLevel
 
-from gpu_fabric.policies.resource_view import Resource
+from gpu_fabric.plan.resource_view import Resource
 from gpu_fabric.policies.runner import NotApplicable, Violation
 
 CALL_TIMEOUT_SECONDS = 120.0
@@ -65,9 +65,10 @@ def served_pack(policies: Optional[Sequence[Any]] = None, display_name: str = "g
     ``GetAnalyzerInfo`` answers (:func:`gpu_fabric.policies.pack_display_name`).
     """
     from gpu_fabric.policies import ALL_POLICIES, PACK_SETTINGS
-    from gpu_fabric.policies.engine_wire import AnalyzerServicer, decode_non_finite_numbers
+    from gpu_fabric.policies.engine_wire import AnalyzerServicer, decode_non_finite_numbers, share_decoding_per_call
 
     decode_non_finite_numbers()
+    share_decoding_per_call()
     settings = PACK_SETTINGS
     # PolicyPack passes the version "0.0.1" (the engine reads the real one from PulumiPolicy.yaml).
     servicer = AnalyzerServicer(

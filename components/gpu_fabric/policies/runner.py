@@ -26,7 +26,7 @@ from pulumi_policy import (
 )
 
 from gpu_fabric.policies.engine_wire import NotApplicableError, UnknownValueError, proxied
-from gpu_fabric.policies.resource_view import Resource
+from gpu_fabric.plan.resource_view import Resource
 
 
 @dataclass(frozen=True)

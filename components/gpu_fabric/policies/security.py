@@ -24,8 +24,8 @@ from gpu_fabric.kube.topology_agent import COMPONENT_ANNOTATION
 from gpu_fabric.config.shapes import as_list, rests_on_unknown
 from gpu_fabric.kube.pod_templates import pod_spec_of
 from gpu_fabric.policies.engine_wire import resource_of
-from gpu_fabric.policies.resource_view import LAUNCH_TEMPLATE_TYPE
-from gpu_fabric.policies.reporting import report_finding
+from gpu_fabric.plan.resource_view import LAUNCH_TEMPLATE_TYPE
+from gpu_fabric.policies.reporting import at_path, report_finding
 
 
 def _is_gpustack(args: ResourceValidationArgs, kind: str) -> bool:
@@ -48,14 +48,14 @@ def _validate_imds(args: ResourceValidationArgs, report_violation: Any) -> None:
     if args.resource_type != LAUNCH_TEMPLATE_TYPE:
         return
     for finding in imds_findings(resource_of(args).props):
-        report_finding(report_violation, finding, finding.message)
+        report_finding(report_violation, finding, at_path(finding))
 
 
 def _validate_ebs(args: ResourceValidationArgs, report_violation: Any) -> None:
     if args.resource_type != LAUNCH_TEMPLATE_TYPE:
         return
     for finding in ebs_findings(resource_of(args).props):
-        report_finding(report_violation, finding, finding.message)
+        report_finding(report_violation, finding, at_path(finding))
 
 
 def _validate_roles(args: ResourceValidationArgs, report_violation: Any) -> None:
@@ -87,7 +87,7 @@ def _validate_kubelet_access(args: ResourceValidationArgs, report_violation: Any
     for finding in host_access_findings(manifest, pod_spec, subject):
         # A securityContext not known at preview: its excess waits for the value.
         waits = identity_unknown or finding.path in undecided
-        report_finding(report_violation, finding.waiting(waits), f"{finding.subject}: {finding.message}")
+        report_finding(report_violation, finding.waiting(waits), str(finding))
 
 
 def _contexts_unknown(pod_spec: Any) -> set[FieldPath]:

@@ -33,12 +33,12 @@ from gpu_fabric.aws.security_group_rules import GroupRule, self_rule_findings
 from gpu_fabric.config import constants
 from gpu_fabric.config.shapes import as_list, as_mapping, is_unknown, known_str, truthy
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import SECURITY_GROUP_TYPE, is_efa_launch_template, Resource, siblings
+from gpu_fabric.plan.resource_view import SECURITY_GROUP_TYPE, is_efa_launch_template, Resource, siblings
 from gpu_fabric.findings import Finding
-from gpu_fabric.policies.karpenter import efa_node_classes, node_class_security_groups
+from gpu_fabric.plan.karpenter_resources import efa_node_classes, node_class_security_groups
 from gpu_fabric.policies.reporting import report_finding
 
-EFA_SECURITY_GROUP_TAG = "gpu-fabric.io/efa-security-group"
+EFA_SECURITY_GROUP_TAG = constants.EFA_SECURITY_GROUP_TAG
 INGRESS_RULE_TYPE = constants.INGRESS_RULE_TYPE
 EGRESS_RULE_TYPE = constants.EGRESS_RULE_TYPE
 LEGACY_RULE_TYPE = constants.LEGACY_RULE_TYPE

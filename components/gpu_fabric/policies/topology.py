@@ -22,7 +22,7 @@ from gpu_fabric.config.shapes import as_mapping, known_str
 from gpu_fabric.findings import Finding
 from gpu_fabric.kube.topology_rules import alignment_findings, delivery_findings, topology_input_findings
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, pool_facts, Resource
+from gpu_fabric.plan.resource_view import KUEUE_POOL_TYPE, pool_facts, Resource
 from gpu_fabric.policies.reporting import report_finding
 
 
@@ -39,7 +39,8 @@ def _validate_mandatory(args: StackValidationArgs, report_violation: Any) -> Non
 def _validate_advisory(args: StackValidationArgs, report_violation: Any) -> None:
     for pool in _fabric_pools(args):
         for finding in alignment_findings(pool.topology or {}):
-            report_finding(report_violation, finding, f"{pool.fabric} pool {pool.name}: {finding.message}", pool.urn)
+            report_finding(report_violation, finding, f"{pool.fabric} pool {pool.name}: topology.{finding.path}: {finding.message}",
+                           pool.urn)
 
 
 def undelivered_topologies(resources: list[Resource]) -> list[tuple[str, Finding]]:

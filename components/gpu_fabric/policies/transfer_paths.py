@@ -21,41 +21,20 @@ from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
-from gpu_fabric.config.shapes import as_mapping, is_unknown, known_str, unknown_paths
+from gpu_fabric.config.shapes import as_mapping, is_unknown, unknown_paths
 from gpu_fabric.findings import Finding, ObjectRef
-from gpu_fabric.gpustack.profiles import Profile, components_operator, stand_in_findings
+from gpu_fabric.gpustack.profiles import stand_in_findings
 from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP, analyze
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import KUEUE_POOL_TYPE, Resource
+from gpu_fabric.plan.resource_view import (
+    DEFAULT_NAMESPACE,
+    Resource,
+    gpustack_objects,
+    manufacturers_of_pools,
+    miscased_gpustack_objects,
+    stack_operator,
+)
 from gpu_fabric.policies.reporting import report_finding
-
-DEFAULT_NAMESPACE = "default"
-
-
-def gpustack_objects(resources: list[Resource]) -> list[Resource]:
-    """The resources carrying a ``worker.gpustack.ai`` manifest."""
-    return [r for r in resources if r.is_kubernetes_object and r.api_group == GPUSTACK_GROUP]
-
-
-def stack_operator(resources: list[Resource]) -> tuple[Profile | None, str | None]:
-    """The operator profile the stack's gpu-fabric components name, and the problem with it (or ``None``):
-    :func:`gpu_fabric.gpustack.profiles.components_operator` over their ``gpustackOperator`` inputs."""
-    return components_operator(version for r in resources if r.type.startswith("gpu-fabric:index:")
-                               if (version := known_str(r.props.get("gpustackOperator"))))
-
-
-def manufacturers_of_pools(resources: list[Resource]) -> dict[str, str | None]:
-    """InstanceType name -> manufacturer, for pools that state one (the rest parse their name)."""
-    found: dict[str, str | None] = {}
-    for resource in resources:
-        if resource.type != KUEUE_POOL_TYPE:
-            continue
-        pool = as_mapping(resource.props.get("pool"))
-        name, manufacturer = known_str(pool.get("name")), known_str(pool.get("manufacturer"))
-        if name and manufacturer:
-            found[name] = manufacturer
-    return found
-
 
 def object_key(kind: str, namespace: str | None, name: str) -> tuple[str, str, str]:
     """Identity of a GPUStack object; cluster-scoped kinds have no namespace."""
@@ -117,9 +96,10 @@ def transfer_findings(resources: list[Resource]) -> list[tuple[Finding, str | No
     """``(finding, urn)`` for every refusal of the analysis over the stack's GPUStack objects; a finding on an
     object that waits for a value unknown at preview (:func:`waiting_objects`) rests on that value."""
     objects = gpustack_objects(resources)
-    if not objects:
+    miscased = miscased_gpustack_objects(resources)
+    if not objects and not miscased:
         return []
-    urns: Mapping[tuple[str, str, str], str] = {_key_of(r): r.urn for r in objects}
+    urns: Mapping[tuple[str, str, str], str] = {_key_of(r): r.urn for r in [*miscased, *objects]}
     profile, _ = stack_operator(resources)
     if profile is None:
         return []
@@ -127,7 +107,7 @@ def transfer_findings(resources: list[Resource]) -> list[tuple[Finding, str | No
     waiting = waiting_objects(objects, unidentified)
     # An object whose name or namespace is unknown is named by the analysis as its manifest holds them.
     waiting |= {_analysis_key(r) for r in objects if _key_of(r) in waiting}
-    report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(resources),
+    report = analyze([dict(r.props) for r in [*objects, *miscased]], manufacturers=manufacturers_of_pools(resources),
                      default_namespace=DEFAULT_NAMESPACE, operator=profile)
     found: list[tuple[Finding, str | None]] = []
     for finding in report.errors:
@@ -141,7 +121,7 @@ def transfer_findings(resources: list[Resource]) -> list[tuple[Finding, str | No
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     resources = stack_resources(args)
-    if not gpustack_objects(resources):
+    if not gpustack_objects(resources) and not miscased_gpustack_objects(resources):
         return
     profile, problem = stack_operator(resources)
     if profile is None:

@@ -19,12 +19,13 @@ from gpu_fabric.findings import Finding, Severity as Verdict
 from gpu_fabric.kube.dra_rules import claim_specs
 from gpu_fabric.kube.kueue_rules import declared_local_queues
 from gpu_fabric.kube.workload_demand import node_capacity_of
-from gpu_fabric.kube.workloads import FabricPool, judge_workloads, pool_finding_line
+from gpu_fabric.kube.workload_rules import FabricPool
+from gpu_fabric.kube.workloads import judge_workloads, pool_finding_line
 from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.config.shapes import rests_on_unknown
-from gpu_fabric.kube.pod_templates import WORKLOAD_KINDS, WorkloadShapeError, pod_spec_of
+from gpu_fabric.kube.pod_templates import WorkloadShapeError, pod_spec_of
 from gpu_fabric.policies.engine_wire import stack_resources
-from gpu_fabric.policies.resource_view import kubernetes_objects, pool_facts, PoolFacts, Resource
+from gpu_fabric.plan.resource_view import kubernetes_objects, pool_facts, PoolFacts, Resource
 
 
 def fabric_pools(resources: Sequence[Resource]) -> list[FabricPool]:
@@ -46,7 +47,8 @@ def _fabric_pool(pool: PoolFacts) -> FabricPool:
     capacity = node_capacity_of(pool.fabric, dra=pool.uses_dra, accelerators=pool.accelerators_per_node,
                                 accelerator_resource=pool.accelerator_resource, interfaces=pool.interfaces_per_node,
                                 partitioned=pool.partitioned_interfaces_per_node)
-    return FabricPool.of(pool.name, pool.fabric, pool.labels, pool.taints, pool.manufacturer, None, pool.instance_types,
+    return FabricPool.of(pool.name, pool.fabric, pool.labels, pool.taints, pool.manufacturer,
+                         pool.partitioned_interfaces_per_node, pool.instance_types,
                          dra=pool.uses_dra, node_capacity=capacity)
 
 
@@ -60,8 +62,8 @@ def workload_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]
     queues = {(queue.namespace, queue.name) for queue in declared_local_queues(manifests)}
     found: list[tuple[str, Finding]] = []
     for resource in kubernetes_objects(resources):
-        if resource.kind not in WORKLOAD_KINDS:
-            continue
+        # Every object, as lint judges every object of its files: a ConfigMap's data and any object's annotations
+        # are read for credentials (plaintext-credential); only workload kinds have pod templates to judge.
         try:
             report = judge_workloads([dict(resource.props)], pools, claims=claims, local_queues=queues)
         except WorkloadShapeError:

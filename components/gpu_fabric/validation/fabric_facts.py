@@ -15,7 +15,8 @@ from gpu_fabric.aws.instance_facts import known_items, pool_instance_findings, p
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.findings import Finding
 from gpu_fabric.kube.advertisers import EFA_PLUGIN_VERSION, advertiser_findings
-from gpu_fabric.kube.workloads import FabricPool, fabric_pool_of
+from gpu_fabric.kube.workload_rules import FabricPool
+from gpu_fabric.kube.workloads import fabric_pool_of
 from gpu_fabric.plan.fabric_plan import stack_device_plugin_daemonsets
 
 

@@ -11,6 +11,8 @@ models, and places its findings at the configuration path. Each finding's rule n
   group and every pool it selects (:func:`gpu_fabric.kube.pool_view.pool_view_of`);
 * ``pool-accelerator-capacity``: :func:`gpu_fabric.plan.pool_capacity.capacity_findings` on the pools at their
   largest size and the ModelDeployments the stack registers, at ``modelDeployments[i].roles[j].replicas``;
+* ``mooncake-members-unprivileged``: :func:`gpu_fabric.gpustack.privilege_rules.member_privilege_findings` on each
+  KVCacheBackend the stack registers;
 * ``efa-node-group-placement``: :func:`gpu_fabric.aws.node_group_placement.placement_findings` on the node
   group ``EfaNodeGroup`` builds for each managed pool, and on the NodeClass ``KarpenterEfaPool`` builds for each
   Karpenter pool (:func:`gpu_fabric.aws.node_group_placement.spec_placement`);
@@ -34,8 +36,21 @@ from gpu_fabric.plan.transport_fabric import member_findings, shared_node_findin
 
 def pack_problems(config: FabricConfig) -> list[Finding]:
     """Every mandatory verdict the configuration already decides, at its configuration path."""
-    return [*_topology_problems(config), *_member_problems(config), *_capacity_problems(config),
-            *_placement_problems(config), *dra_problems(config)]
+    return [*_topology_problems(config), *_member_problems(config), *_privilege_problems(config),
+            *_capacity_problems(config), *_placement_problems(config), *dra_problems(config)]
+
+
+def _privilege_problems(config: FabricConfig) -> Iterable[Finding]:
+    """``mooncake-members-unprivileged`` on the KVCacheBackends the stack registers, at ``kvCacheBackends[i]``."""
+    from gpu_fabric.gpustack.objects import gpustack_manifests
+    from gpu_fabric.gpustack.privilege_rules import member_privilege_findings
+
+    position = {backend.name: i for i, backend in enumerate(config.kv_cache_backends)}
+    for manifest in gpustack_manifests(config):
+        name = manifest["metadata"]["name"]
+        if manifest["kind"] == "KVCacheBackend" and name in position:
+            for finding in member_privilege_findings(manifest, None):
+                yield finding.moved(f"kvCacheBackends[{position[name]}]" + str(finding.path)[len("spec"):])
 
 
 def dra_problems(config: FabricConfig) -> list[Finding]:

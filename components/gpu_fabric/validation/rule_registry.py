@@ -28,6 +28,7 @@ from gpu_fabric.kube import (
     host_access,
     kueue_rules,
     topology_rules,
+    workload_rules,
     workloads,
 )
 from gpu_fabric.plan import dra_pools, fabric_plan, kv_cache_references, pool_capacity, transport_fabric
@@ -140,9 +141,9 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (kueue_rules.KUEUE_FABRIC_KEYS_COVERED, kueue_rules.covered_keys_findings),
     (host_access.KUBELET_HOST_ACCESS, host_access.host_access_findings),
     # Workloads on fabric pools.
-    *((spec.rule, spec.check) for spec in workloads.RULES),
-    (workloads.WORKLOAD_NODE_CAPACITY, workloads.node_capacity_findings),
-    (workloads.WORKLOAD_LANDS_ON_NO_POOL, workloads.no_pool_finding),
+    *((spec.rule, spec.check) for spec in workload_rules.RULES),
+    (workload_rules.WORKLOAD_NODE_CAPACITY, workloads.node_capacity_findings),
+    (workload_rules.WORKLOAD_LANDS_ON_NO_POOL, workloads.no_pool_finding),
     # Dynamic Resource Allocation: claims, their templates and the pods that use them.
     (dra_claims.DRA_CLAIM_SHAPE, dra_claims.read_claim_template),
     (dra_rules.DRA_DRANET_HOST_NETWORK, dra_rules.host_network_findings),
@@ -151,7 +152,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     (dra_rules.DRA_KUEUE_REQUEST_MODE, dra_rules.kueue_request_mode_findings),
     (dra_rules.DRA_KUEUE_DEVICE_CLASS_MAPPED, dra_rules.kueue_device_class_findings),
     (dra_rules.DRA_CLAIM_TEMPLATE_RENDERED, dra_rules.template_reference_findings),
-    (workloads.PLAINTEXT_CREDENTIAL, workloads.credential_findings),
+    (workload_rules.PLAINTEXT_CREDENTIAL, workload_rules.credential_findings),
 )
 """Every rule, grouped by domain."""
 
