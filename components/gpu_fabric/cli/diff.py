@@ -37,22 +37,35 @@ class Terminated(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def _terminate_unwinds() -> Iterator[None]:
-    """SIGTERM unwinds the command (``with`` blocks and ``finally`` run) instead of ending the process
-    where it stands: the default action would leave the commit's extracted folder in $TMPDIR."""
+def _signals_unwind(received: list[int]) -> Iterator[None]:
+    """SIGTERM and SIGINT unwind the command (``with`` blocks and ``finally`` run) instead of ending the process
+    where it stands: the default action would leave the commit's extracted folder in $TMPDIR.
+
+    Each signal is also appended to ``received``: a KeyboardInterrupt raised where Python cannot propagate it
+    (a callback run from C, such as a weakref finaliser or a ``__del__``, prints "Exception ignored in" and goes
+    on) is lost, and the diff would then finish and exit 0 as if never interrupted. The caller reads
+    ``received`` after the diff returns and stops as the signal asked.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers; a caller in another thread keeps its own
         return
 
     def unwind(signum: int, frame: object) -> None:
-        raise Terminated()
+        received.append(signum)
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
-    previous = signal.signal(signal.SIGTERM, unwind)
+    previous = {signum: signal.signal(signum, unwind) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        if previous is not None:  # None: a handler set outside Python, which cannot be put back
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            if handler is not None:  # None: a handler set outside Python, which cannot be put back
+                signal.signal(signum, handler)
+
+
+def _terminated() -> int:
+    print("gpu-fabric diff: terminated", file=sys.stderr)
+    return EXIT_TERMINATED
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -89,14 +102,18 @@ def run(args: argparse.Namespace) -> int:
     """Build the digest, print it as JSON or Markdown, return the exit code."""
     from gpu_fabric.diff.source import DiffInputError
 
+    received: list[int] = []
     try:
-        with _terminate_unwinds():
+        with _signals_unwind(received):
             digest = _digest(args)
     except DiffInputError as error:
         return _fail(str(error))
     except Terminated:
-        print("gpu-fabric diff: terminated", file=sys.stderr)
-        return EXIT_TERMINATED
+        return _terminated()
+    if signal.SIGTERM in received:
+        return _terminated()  # the Terminated raised for it was swallowed where it landed (see _signals_unwind)
+    if received:
+        raise KeyboardInterrupt  # likewise: the command's own handler reports it (cli/__init__.py)
     if args.markdown:
         from gpu_fabric.diff.markdown import render_markdown
 
