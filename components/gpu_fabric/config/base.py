@@ -38,6 +38,7 @@ class SpecModel(BaseModel):
         extra="forbid",
         frozen=True,
         str_strip_whitespace=True,
+        defer_build=True,
         # Each field's attribute docstring is its description in `gpu-fabric schema` and
         # docs/configuration.md (tests/config/test_schema.py: every field has one). They are read
         # from the source only when a schema is made (config/json_schema.field_descriptions), not
