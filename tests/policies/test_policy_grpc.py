@@ -136,7 +136,7 @@ def _in_process_servicer():
 def test_one_decoding_per_call_answers_as_a_decoding_per_policy(monkeypatch):
     """share_decoding_per_call (issue 39): each resource is made plain once per AnalyzeStack call, not once per
     stack policy, and the response (findings, messages, URNs, levels) is the unshared servicer's, byte for byte."""
-    from gpu_fabric.policies import engine_wire
+    from gpu_fabric.policies import analyzer_calls, engine_wire
     from gpu_fabric.program.render import render_stack
     from gpu_fabric.policies.engine_wire import AnalyzerServicer
 
@@ -158,4 +158,4 @@ def test_one_decoding_per_call_answers_as_a_decoding_per_policy(monkeypatch):
         one = analyzer_pb2.AnalyzeRequest(type=r.type, properties=struct(r.inputs), urn=r.urn, name=r.name)
         assert (servicer.Analyze(one, None).SerializeToString(deterministic=True)
                 == AnalyzerServicer.Analyze.__wrapped__(servicer, one, None).SerializeToString(deterministic=True))
-    assert engine_wire._scope() is None
+    assert analyzer_calls.current_scope() is None

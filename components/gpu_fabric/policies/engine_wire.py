@@ -1,4 +1,5 @@
-"""The engine-wire boundary: the one module that touches pulumi_policy's internals.
+"""The engine-wire boundary: with :mod:`~gpu_fabric.policies.analyzer_calls`, the only modules that touch
+pulumi_policy's internals.
 
 The analyzer hands a policy its resource's inputs wrapped in an unknown-checking proxy
 (``pulumi_policy/proxy.py``): touching a value that is unknown at preview (an id or output of another
@@ -17,19 +18,15 @@ servicer. These are private names of pulumi-policy (``_DictProxy``, ``_ListProxy
 
 from __future__ import annotations
 
-import functools
 import math
-import threading
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping
 
-import pulumi_policy.policy as _analyzer_module
-from google.protobuf import json_format as _json_format
-from google.protobuf import struct_pb2
 from pulumi_policy import PolicyResource, StackValidationArgs
 from pulumi_policy.policy import _NotApplicableError, _PolicyAnalyzerServicer
 from pulumi_policy.proxy import UnknownValueError, _DictProxy, _ListProxy, _is_unknown, unknown_checking_proxy
 
 from gpu_fabric.config.shapes import UNKNOWN, Unknown, as_mapping
+from gpu_fabric.policies.analyzer_calls import current_scope, decode_non_finite_numbers, share_decoding_per_call
 from gpu_fabric.plan.resource_view import Resource
 
 PULUMI_POLICY_VERSIONS = ((1, 18), (2, 0))
@@ -44,113 +41,6 @@ AnalyzerServicer = _PolicyAnalyzerServicer
 
 __all__ = ["AnalyzerServicer", "NotApplicableError", "UnknownValueError", "decode_non_finite_numbers", "plain",
            "proxied", "resource_of", "share_decoding_per_call", "stack_resources"]
-
-
-class _CallScope:
-    """What one analyzer call (``Analyze`` or ``AnalyzeStack``) has decoded, for every policy it runs.
-
-    pulumi_policy's servicer decodes the request once per policy: ``AnalyzeStack`` turns every resource's
-    ``Struct`` into a dict for each of the pack's 22 stack policies, and each policy then copied every
-    resource again into plain props (:func:`stack_resources`), so a stack's decoding grew as resources x
-    policies. Within one call every policy is handed the same request, so the ``Struct`` decode (keyed by
-    the message, held here so its id stays its own) and the plain :class:`Resource` (keyed by URN) are made
-    once and shared; the dicts pulumi_policy builds from the shared decode are its own copies
-    (``deserialize_properties`` copies every dict and list), and policies only read a :class:`Resource`.
-    """
-
-    def __init__(self) -> None:
-        self.structs: dict[int, tuple[struct_pb2.Struct, dict[str, Any]]] = {}
-        self.resources: dict[tuple[str, str], Resource] = {}
-
-
-_calls = threading.local()
-"""The current thread's :class:`_CallScope` (``scope``), set only while a wrapped analyzer call runs."""
-
-
-def _scope() -> Optional[_CallScope]:
-    return getattr(_calls, "scope", None)
-
-
-def _one_decoding_per_call(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def call(self: Any, request: Any, context: Any) -> Any:
-        _calls.scope = _CallScope()
-        try:
-            return method(self, request, context)
-        finally:
-            _calls.scope = None
-
-    call.__wrapped_by_gpu_fabric__ = True  # type: ignore[attr-defined]
-    return call
-
-
-def share_decoding_per_call() -> None:
-    """Make each ``Analyze``/``AnalyzeStack`` call decode its resources once for all its policies (idempotent).
-
-    The pack's entry point (``policy/__main__.py``) and ``gpu-fabric check --preview`` call this before they
-    serve; it wraps two methods of pulumi_policy's servicer (a private class at :data:`PULUMI_POLICY_VERSIONS`)
-    in a :class:`_CallScope`. Findings and messages are those of the unwrapped servicer, decoded once.
-    """
-    for name in ("Analyze", "AnalyzeStack"):
-        method = getattr(_PolicyAnalyzerServicer, name)
-        if not getattr(method, "__wrapped_by_gpu_fabric__", False):
-            setattr(_PolicyAnalyzerServicer, name, _one_decoding_per_call(method))
-
-
-def _struct_value(value: struct_pb2.Value) -> Any:
-    kind = value.WhichOneof("kind")
-    if kind == "struct_value":
-        return _struct_dict(value.struct_value)
-    if kind == "list_value":
-        return [_struct_value(item) for item in value.list_value.values]
-    if kind == "number_value":
-        return value.number_value
-    if kind == "string_value":
-        return value.string_value
-    if kind == "bool_value":
-        return value.bool_value
-    return None
-
-
-def _struct_dict(message: struct_pb2.Struct) -> dict[str, Any]:
-    return {key: _struct_value(item) for key, item in message.fields.items()}
-
-
-class _NonFiniteTolerantJsonFormat:
-    """``google.protobuf.json_format`` as the analyzer uses it, but a ``Struct`` decodes natively.
-
-    protobuf's JSON mapping has no NaN or infinity, so ``MessageToDict`` raises on a ``Struct`` holding
-    one ("Fail to serialize NaN for Value.number_value"), and pulumi_policy's servicer calls it on every
-    resource's properties (``pulumi_policy/policy.py`` ``Analyze``/``AnalyzeStack``): one NaN input
-    anywhere failed the whole preview with a pack error. Decoded natively the NaN reaches the
-    ``finite-numbers`` policy, which refuses it at its path. Every other message goes to protobuf.
-    """
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(_json_format, name)
-
-    @staticmethod
-    def MessageToDict(message: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N802 - protobuf's name
-        if isinstance(message, struct_pb2.Struct) and not args and not kwargs:
-            scope = _scope()
-            if scope is None:
-                return _struct_dict(message)
-            decoded = scope.structs.get(id(message))
-            if decoded is None or decoded[0] is not message:
-                decoded = scope.structs[id(message)] = (message, _struct_dict(message))
-            return decoded[1]
-        return _json_format.MessageToDict(message, *args, **kwargs)
-
-
-def decode_non_finite_numbers() -> None:
-    """Make the analyzer decode NaN and infinite numbers instead of failing the call (idempotent).
-
-    The pack's entry point (``policy/__main__.py``) and ``gpu-fabric check --preview`` call this before
-    they serve; it replaces the ``json_format`` module pulumi_policy's servicer reads (a private
-    attribute of ``pulumi_policy.policy`` at :data:`PULUMI_POLICY_VERSIONS`).
-    """
-    if not isinstance(_analyzer_module.json_format, _NonFiniteTolerantJsonFormat):
-        _analyzer_module.json_format = _NonFiniteTolerantJsonFormat()  # type: ignore[assignment]
 
 
 
@@ -223,7 +113,7 @@ def _stack_resource(r: PolicyResource) -> Resource:
 def stack_resources(args: StackValidationArgs) -> list[Resource]:
     """Every resource of a stack validation as :class:`Resource` with plain props (made once per
     ``AnalyzeStack`` call for all its policies, see :func:`share_decoding_per_call`)."""
-    scope = _scope()
+    scope = current_scope()
     if scope is None:
         return [_stack_resource(r) for r in args.resources]
     made = scope.resources
@@ -238,7 +128,7 @@ def _resource_of(args: Any) -> Resource:
 
 def resource_of(args: Any) -> Resource:
     """The resource of a ``ResourceValidationArgs`` with plain props (made once per ``Analyze`` call)."""
-    scope = _scope()
+    scope = current_scope()
     if scope is None:
         return _resource_of(args)
     return scope.resources.get(("resource", args.urn)) or scope.resources.setdefault(
