@@ -88,21 +88,12 @@ def runs_under_the_engine_here(case: Case) -> bool:
 
 
 ENGINE_UNREACHABLE = {
-    "device-manager-least-privilege":
-        "its refusals are RBAC grants the stack itself never renders: only a resources edit of the rendered "
-        "objects reaches it",
     "efa-domain-security-group": "the EFA node groups' security groups are AWS resources: the AWS provider plugin "
                                  "cannot run here",
     "efa-launch-template-interfaces": "launch templates are AWS resources: the AWS provider plugin cannot run here",
     "efa-security-group-self-rules": "security group rules are AWS resources: the AWS provider plugin cannot run here",
     "launch-template-ebs-encrypted": "launch templates are AWS resources: the AWS provider plugin cannot run here",
     "launch-template-imdsv2": "launch templates are AWS resources: the AWS provider plugin cannot run here",
-    "finite-numbers": "observed, not yet explained: a Python program registering a Deployment with replicas .inf "
-                      "previews clean under pulumi v3.274.1 and the Kubernetes provider v4.25.0 (the number does not "
-                      "reach the pack as non-finite); offline surfaces and check --preview's gRPC pack refuse it",
-    "karpenter-efa-pool": "a Karpenter pool's EC2NodeClass is decided in the GpuFabric component beside the AWS "
-                          "resources of the stack (its node role), not by load_config: the AWS provider plugin "
-                          "cannot run here",
 }
 """Policies no engine case reaches on this machine, and why (each is still run by ``check --preview``'s gRPC pack)."""
 

@@ -8,6 +8,7 @@ not refused.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -60,73 +61,25 @@ def test_a_misspelt_config_namespace_fails_the_preview_as_render_refuses_it(work
     assert "Traceback" not in text, output_of(done)
 
 
-def _seed_model_deployment(tmp_path: Path) -> dict:
-    out = tmp_path / "seed-out"
-    done = gpu_fabric("render", "--stack", "seed-rdma", "--out", str(out), "--quiet")
-    assert done.returncode == 0, output_of(done)
-    return next(obj for obj in rendered_objects(out) if obj["kind"] == "ModelDeployment")
-
-
-TEAM_PROGRAM = '''\
-"""A team's own program: a raw GPUStack ModelDeployment, no gpu-fabric component."""
-import json
-import pulumi_kubernetes as k8s
-
-manifest = json.loads(open("deployment.json").read())
-k8s.apiextensions.CustomResource(
-    "raw-deployment",
-    api_version=manifest["apiVersion"], kind=manifest["kind"],
-    metadata=manifest["metadata"], spec=manifest["spec"])
-'''
-
-
-def test_a_raw_model_deployment_the_operator_refuses_fails_preview_with_its_message(
-        engine_bin, cluster, tmp_path: Path):
-    manifest = _seed_model_deployment(tmp_path)
-    manifest["spec"].pop("router")
-    manifest["spec"].pop("kvTransfer")
-    workspace = PulumiWorkspace.program(tmp_path / "team", engine_bin, cluster.kubeconfig, tmp_path,
-                                        "team-serving", "python",
-                                        {"__main__.py": TEAM_PROGRAM, "deployment.json": json.dumps(manifest)})
-    cluster.ensure_namespace("team-a")
-    workspace.stack_init("dev")
-    done = workspace.pulumi("preview", "--stack", "dev", "--policy-pack", str(ROOT / "policy"))
-    text = done.stdout + done.stderr
+def test_a_binary_value_in_the_stack_file_fails_the_preview_as_render_refuses_it(workspace: PulumiWorkspace):
+    """A ``!!binary`` model name: the engine decodes it and hands the program plain text, so the program reads its
+    own stack file as ``render`` does and refuses the value at its key, before registering anything (a base64 value
+    hides from a reviewer of the diff what the configuration says)."""
+    # The stack exists first: ``pulumi stack init`` rewrites the file (adding the passphrase's encryptionsalt) and
+    # writes such a value back decoded (``!!str Qwen/...``). The edit is a later change to the stack's file.
+    workspace.stack_init("seed-rdma")
+    config_file = workspace.project / "stacks" / "Pulumi.seed-rdma.yaml"
+    model = "Qwen/Qwen2.5-7B-Instruct"
+    text = config_file.read_text()
+    assert f"name: {model}" in text
+    config_file.write_text(text.replace(f"name: {model}", f"name: !!binary {base64.b64encode(model.encode()).decode()}"))
+    refusal = "config.gpu-fabric:modelDeployments[0].model.name: binary data is not a JSON value"
+    rendered = gpu_fabric("render", "--project", str(workspace.project), "--stack", "seed-rdma", "--out",
+                          str(workspace.project / "out"))
+    assert rendered.returncode == 2 and refusal in rendered.stderr, rendered.stdout + rendered.stderr
+    done = workspace.pulumi("preview", "--stack", "seed-rdma", "--policy-pack", str(workspace.project / "policy"))
+    output = done.stdout + done.stderr
     assert done.returncode != 0, output_of(done)
-    assert NO_FABRIC_LEG in text, output_of(done)
-    assert "gpustack-transfer-path-consistency" in text and "mandatory" in text, output_of(done)
-
-
-UNKNOWN_INPUT_PROGRAM = '''\
-"""A component input that is another resource's output: unknown at preview, so nothing to refuse yet."""
-import pulumi
-import pulumi_kubernetes as k8s
-from gpu_fabric import ModelDeployment
-
-namespace = k8s.core.v1.Namespace("tenant", metadata={"name": "team-a"})
-deployment = {
-    "name": "qwen-pd", "namespace": "team-a",
-    "model": {"name": "Qwen/Qwen2.5-7B-Instruct"},
-    # The namespace's uid exists only once the namespace is created: the engine sends it as unknown.
-    "engine": {"name": "vLLM", "image": pulumi.Output.concat("gpustack/runner:cuda13.0-vllm0.29.0-", namespace.metadata.uid)},
-    "router": {"name": "llm-d-router"},
-    "kvTransfer": {"protocol": "RDMA"},
-    "roles": [
-        {"name": "prefill", "kind": "Prefill", "replicas": 1, "instanceType": "gpustack--nvidia-a10g-linux-amd64",
-         "resources": {"accelerator": "2", "interface": "2"}},
-        {"name": "decode", "kind": "Decode", "replicas": 1, "instanceType": "gpustack--nvidia-a10g-linux-amd64",
-         "resources": {"accelerator": "2", "interface": "2"}},
-    ],
-}
-ModelDeployment("qwen-pd", {"deployment": deployment},
-                opts=pulumi.ResourceOptions(depends_on=[namespace]))
-'''
-
-
-def test_a_component_input_unknown_at_preview_is_not_refused(engine_bin, cluster, tmp_path: Path):
-    workspace = PulumiWorkspace.program(tmp_path / "team", engine_bin, cluster.kubeconfig, tmp_path,
-                                        "team-serving", "python", {"__main__.py": UNKNOWN_INPUT_PROGRAM})
-    workspace.stack_init("dev")
-    done = workspace.pulumi("preview", "--stack", "dev", "--policy-pack", str(ROOT / "policy"))
-    assert done.returncode == 0, output_of(done)
-    assert "Policies:" in done.stdout, output_of(done)
+    assert f"{config_file.name}: {refusal}" in output, output_of(done)
+    assert "Traceback" not in output, output_of(done)
+    assert "gpu-fabric:index:GpuFabric" not in output, output_of(done)  # nothing registered

@@ -48,6 +48,16 @@ not `"no"`, `"false"` or `0`). `pulumi config set --path 'gpu-fabric:pools[0].no
 and `... true` a boolean (Pulumi treats integers and true/false under `--path` so; `--type int|bool` says it
 outright); quantities (`accelerator`, `memoryPerNode`) take a string or a number. The keys `modelDeployments`, `kvCacheBackends`,
 `kvCachePools` and `kvCachePoolBindings` may hold Pulumi secrets (`{secure: ...}` wherever a string goes).
+
+The file is read as JSON-compatible YAML, the same by `render`, `check` and the stack program under
+`pulumi preview`/`up`: a value has to say in the file what the stack gets. Refused, each at its key path
+(`config.gpu-fabric:modelDeployments[0].model.name: binary data is not a JSON value`): `!!binary` values,
+dates (quote them), sets, `.nan`/`.inf`, non-string and repeated keys, and aliases that expand to more than
+100,000 values. The engine decodes a `!!binary` value and hands the program its text, so a base64 model name or
+image would reach the cluster without anyone reading it in the diff (and where Pulumi saves the file itself, as
+`pulumi stack init` does to add its encryption salt, it writes the value back decoded, as `!!str ...`). The stack
+program therefore reads its own `Pulumi.<stack>.yaml` (in the `stackConfigDir` of the project root's `Pulumi.yaml`)
+with `render`'s reader and refuses the value before it registers anything.
 """
 
 

@@ -352,8 +352,13 @@ def near_miss(namespace: str, wanted: str) -> bool:
     return squash(namespace) == squash(wanted) or difflib.SequenceMatcher(None, namespace.lower(), wanted).ratio() >= 0.8
 
 
-def read_stack_file(path: Path | str, namespace: str) -> dict[str, Any]:
-    """The ``config:`` block of a stack file, keyed ``namespace:key``; :class:`StackFileError` otherwise."""
+def read_stack_document(path: Path | str) -> Any:
+    """The one YAML document of a stack file as JSON-compatible data (``{}`` when empty), read strictly:
+    :class:`StackFileError` for anything the engine could not hand a program as JSON unchanged.
+
+    The stack program under the engine reads its own stack file with this too (:mod:`gpu_fabric.program.stack`):
+    the engine hands it a ``!!binary`` value decoded, as a string it cannot tell from one written out, so only
+    the file shows what a reviewer of its diff could not read."""
     path = Path(path)
     try:
         documents = parse_yaml(decode_text(read_input(path)))
@@ -364,8 +369,13 @@ def read_stack_file(path: Path | str, namespace: str) -> dict[str, Any]:
     if len(documents) > 1:
         raise StackFileError(path, [f"holds {len(documents)} YAML documents; a stack file is one mapping"])
     document = documents[0] if documents else {}
-    if document is None:
-        document = {}
+    return {} if document is None else document
+
+
+def read_stack_file(path: Path | str, namespace: str) -> dict[str, Any]:
+    """The ``config:`` block of a stack file, keyed ``namespace:key``; :class:`StackFileError` otherwise."""
+    path = Path(path)
+    document = read_stack_document(path)
     if not isinstance(document, dict):
         raise StackFileError(path, [f"must be a mapping with a 'config:' key, not {_kind(document)}"])
     config = document.get("config")

@@ -5,6 +5,12 @@ reaches the engine when a program computes one (``0 / 0`` in numpy, ``float("nan
 value); the Kubernetes and AWS APIs take no such number and protobuf's JSON mapping has none, so the
 analyzer used to fail the whole preview on it (:func:`gpu_fabric.policies.engine_wire.decode_non_finite_numbers`
 now lets it through to this policy, which names the field).
+
+Under ``pulumi preview`` the pack judges the inputs the provider's ``Check`` returned. The Kubernetes provider
+round-trips a built-in kind through its Go type there (v4.25.0 ``pkg/clients/unstructured.go`` ``Normalize``), and
+apimachinery's converter turns an infinite number into an integer field's value (``replicas: inf`` arrives as 0):
+only ``check --preview`` and ``lint``, which read the program's own values, see that one. A NaN, and any
+non-finite number in a custom resource (never normalized), reach this policy under the engine too.
 """
 
 from __future__ import annotations

@@ -155,11 +155,11 @@ def render_stack(
         where = f"the stack program {path}"
 
         def run() -> Any:
-            from gpu_fabric.program.stack import ConfigurationRefused
+            from gpu_fabric.program.stack import ConfigurationRefused, StackFileRefused
 
             try:
                 return runpy.run_path(path, run_name="__main__")
-            except ConfigurationRefused as refused:
+            except (ConfigurationRefused, StackFileRefused) as refused:
                 raise refused.error from None  # the stack program's refusal, at its configuration paths
             except (ConfigError, StackFileError):
                 raise  # gpu-fabric's own refusals, reported at their configuration paths

@@ -16,8 +16,9 @@ from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.cluster import KubernetesTarget
 from gpu_fabric.config.fabric import CONFIG_NAMESPACE, SECRET_CAPABLE_KEYS, config_keys
 from gpu_fabric.config.secrets import configuration_credentials
-from gpu_fabric.config.stack_file import near_miss
+from gpu_fabric.config.stack_file import StackFileError, near_miss
 from gpu_fabric.config.suggestions import did_you_mean
+from gpu_fabric.program.project import ProjectError
 from gpu_fabric.kube.kueue import device_class_mappings
 from gpu_fabric.validation.configuration import load_config
 
@@ -57,6 +58,27 @@ def read_configuration() -> dict[str, Any]:
     return values
 
 
+def read_own_stack_file() -> None:
+    """Under the engine, read the stack's own ``Pulumi.<stack>.yaml`` as ``render`` reads it; :class:`StackFileError`
+    for what ``render`` refuses there (``!!binary``, dates, sets, repeated keys: config/stack_file.py).
+
+    The engine decodes such a value before the program sees it -- a ``!!binary`` model name arrives as its text --
+    so the values cannot show it; the file can. The file is found as ``render`` finds it: ``stackConfigDir`` of the
+    ``Pulumi.yaml`` in the project's root (``pulumi.get_root_directory()``, which the language host passes). Under
+    mocks (``render``, ``check``, tests) there is no root directory: the caller read the file already. A stack
+    without a file of its own (configuration from the Automation API or an environment) has nothing to read.
+    """
+    from gpu_fabric.config.stack_file import read_stack_document
+    from gpu_fabric.program.project import read_project
+
+    root = pulumi.get_root_directory()
+    if not root:
+        return
+    path = read_project(root).stacks_folder / f"Pulumi.{pulumi.get_stack()}.yaml"
+    if path.is_file():
+        read_stack_document(path)
+
+
 def secret_configuration_keys() -> list[str]:
     """The ``gpu-fabric:*`` keys the stack holds as Pulumi secrets; others than :data:`SECRET_CAPABLE_KEYS` are refused."""
     from pulumi.runtime.config import is_config_secret
@@ -81,6 +103,16 @@ def _secret_specs(kinds: set[str]):
     return transform
 
 
+class StackFileRefused(pulumi.RunError):
+    """A :class:`StackFileError` (or the :class:`~gpu_fabric.program.project.ProjectError` of a ``Pulumi.yaml``
+    ``render`` cannot read) as the stack program ends with it under the engine: the file and the key path in
+    ``render``'s words, and nothing registered (a ``RunError``: see :class:`ConfigurationRefused`)."""
+
+    def __init__(self, error: ValueError):
+        super().__init__(str(error))
+        self.error = error
+
+
 class ConfigurationRefused(pulumi.RunError):
     """A :class:`ConfigError` as the stack program ends with it: every problem at its configuration
     path and nothing registered.
@@ -99,12 +131,16 @@ class ConfigurationRefused(pulumi.RunError):
 def build_stack(name: str = "fabric") -> GpuFabric:
     """Validate the whole configuration, then register the fabric and export its entry points.
 
-    Raises :class:`ConfigurationRefused` (nothing registered) for a configuration gpu-fabric refuses.
+    Raises :class:`ConfigurationRefused` (nothing registered) for a configuration gpu-fabric refuses, and
+    :class:`StackFileRefused` for a stack file ``render`` would refuse.
     """
     try:
+        read_own_stack_file()
         return _build_stack(name)
     except ConfigError as error:
         raise ConfigurationRefused(error) from None
+    except (StackFileError, ProjectError) as error:
+        raise StackFileRefused(error) from None
 
 
 def _build_stack(name: str) -> GpuFabric:
