@@ -12,7 +12,7 @@ registration, the process's peak RSS.
   an ``apps/v1`` object that imports ``core/v1``'s), serializes them and registers.
 - ``--paused``: the collector paused first, as gpu-fabric pauses it for a render.
 - ``--frozen-exit``: the heap frozen before the interpreter exits, as the ``gpu-fabric`` console script freezes it
-  (:func:`gpu_fabric.program.collector.no_collection_at_exit`; this program stays free of gpu-fabric code).
+  (:func:`gpu_fabric.interpreter.collector.no_collection_at_exit`; this program stays free of gpu-fabric code).
 
     python benchmarks/plain_registration.py RESOURCES_JSON [--typed] [--paused] [--frozen-exit]
 """

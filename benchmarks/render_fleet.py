@@ -10,7 +10,7 @@ inputs), registered by a plain program (``plain_registration.py``: ``pulumi.Cust
 under Pulumi's own mock runtime, no gpu-fabric code, the interpreter's defaults) in a process of its own: what the SDK costs a program that registers these resources, without gpu-fabric's configuration,
 planning and components, and without what gpu-fabric does to its own process (offline renders capture no
 per-resource stack traces, :func:`gpu_fabric.program.render.without_stack_traces`, and pause the cyclic
-garbage collector, :mod:`gpu_fabric.program.collector`). The same program with the collector paused is
+garbage collector, :mod:`gpu_fabric.interpreter.collector`). The same program with the collector paused is
 printed beside it, so the share of that pause in the ratio is in plain sight.
 
 Figures: CPU seconds of the render (``time.process_time``, the steadier figure on a shared machine;

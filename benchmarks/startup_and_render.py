@@ -36,7 +36,7 @@ shared 2-core machine (other jobs running, so only ratios within one run mean mu
 On a quiet machine with every branch merged (medians of 5): ``--help`` 0.31x, ``--version`` 0.41x, render
 seed-rdma 701 ms against a 392 ms floor (1.79x), aws-efa 1162 ms against 583 ms (1.99x), lint 0.312 ms per object.
 
-With the cyclic garbage collector paused while a command runs (:mod:`gpu_fabric.program.collector`), one run:
+With the cyclic garbage collector paused while a command runs (:mod:`gpu_fabric.interpreter.collector`), one run:
 ``--help`` 0.28x, ``--version`` 0.37x; render seed-rdma 1.58x the floor, its lower bound 1.16x (above the
 1.05x target: no render through the SDK meets it), render 1.36x that bound; aws-efa 1.76x the floor, its lower
 bound 1.18x, render 1.49x that bound; lint 0.349 ms per object. An interleaved A/B of the seed-rdma render,
@@ -91,7 +91,7 @@ from plain_registration import class_path  # noqa: E402 - the floors' programs, 
 
 LINT_OBJECTS = 1000
 # The console script leaves its heap out of the interpreter's exit-time collections
-# (gpu_fabric.program.collector.no_collection_at_exit); a floor given the same exit shows what remains.
+# (gpu_fabric.interpreter.collector.no_collection_at_exit); a floor given the same exit shows what remains.
 EXIT_AS_THE_CONSOLE_SCRIPT = "\nimport gc\ngc.freeze()"
 
 

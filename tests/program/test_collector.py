@@ -7,7 +7,7 @@ import gc
 import pulumi
 import pytest
 
-from gpu_fabric.program.collector import collector_paused
+from gpu_fabric.interpreter.collector import collector_paused
 from gpu_fabric.program.render import render_stack
 from support.bad_input import run_cli
 from support.stack_configs import PROJECT_DIR
@@ -88,7 +88,7 @@ def test_a_command_runs_with_the_collector_paused(collector_state, monkeypatch) 
 
 def test_the_console_entry_point_freezes_the_heap_only_after_the_command_returned(collector_state, monkeypatch) -> None:
     import gpu_fabric.cli as cli
-    from gpu_fabric.program import collector
+    from gpu_fabric.interpreter import collector
 
     events: list[str] = []
     monkeypatch.setattr(cli, "main", lambda: events.append("command") or 3)

@@ -20,6 +20,7 @@ PACKAGE_DIR = Path(gpu_fabric.__file__).parent
 # Bottom to top. Folders of one rank may not import each other (cli, diff and verify are the commands).
 LAYERS: dict[str, int] = {
     "findings": 0,    # the one shape of every verdict: Finding, Rule, field paths, severities
+    "interpreter": 0,  # what a gpu-fabric process does to its own interpreter (the cyclic collector)
     "config": 1,      # what the user writes: stack files, syntax, quantities, the models
     "gpustack": 2,    # the operator's mirror: schemas, admission, transfer analysis, GPUStack objects
     "kube": 3,        # node-side Kubernetes: topology rendering, device plugins, Kueue, coverage

@@ -80,12 +80,12 @@ def console_main() -> int:
     """Entry point of the ``gpu-fabric`` console script and ``python -m gpu_fabric.cli``: :func:`main`, then exit.
 
     Once the command has returned, what it allocated is left out of the interpreter's exit-time
-    collections (:func:`gpu_fabric.program.collector.no_collection_at_exit`): a third of a render's CPU
+    collections (:func:`gpu_fabric.interpreter.collector.no_collection_at_exit`): a third of a render's CPU
     time went to walking the SDKs' objects as the process ended. The heap is frozen before the paused
     collector is back, or its first pass would walk the whole heap once more (4% of a render). Only the
     process's own entry point does this; :func:`main` called in-process leaves the collector as it found it.
     """
-    from gpu_fabric.program.collector import collector_paused, no_collection_at_exit
+    from gpu_fabric.interpreter.collector import collector_paused, no_collection_at_exit
 
     with collector_paused():
         code = main()
@@ -96,11 +96,11 @@ def console_main() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``gpu-fabric`` command line (``sys.argv[1:]`` by default); returns the process exit code.
 
-    The cyclic garbage collector is paused while the command runs (:mod:`gpu_fabric.program.collector`:
+    The cyclic garbage collector is paused while the command runs (:mod:`gpu_fabric.interpreter.collector`:
     a command keeps what it allocates to the end, and the collector's passes were up to a seventh of a
     render's time) and restored as it was on return.
     """
-    from gpu_fabric.program.collector import collector_paused
+    from gpu_fabric.interpreter.collector import collector_paused
 
     with collector_paused():
         return _run(argv)

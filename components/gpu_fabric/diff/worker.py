@@ -28,7 +28,7 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Iterator
 
-from gpu_fabric.program.collector import no_collection_at_exit
+from gpu_fabric.interpreter.collector import no_collection_at_exit
 from gpu_fabric.program.isolation import process_exit, stdout_to_stderr
 
 JOIN_SECONDS = 5.0

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Optional
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.secrets import hide_secure
 from gpu_fabric.config.stack_file import StackFileError
-from gpu_fabric.program.collector import collector_paused
+from gpu_fabric.interpreter.collector import collector_paused
 from gpu_fabric.program.errors import (
     StackNotFoundError,
     StackProgramError,
@@ -139,7 +139,7 @@ def render_stack(
     project's program that registers no resource, raises :class:`StackProgramError` naming it: a render
     of part of a program, or of none, would be checked vacuously. What the program writes on stdout goes to stderr
     (:mod:`gpu_fabric.program.isolation`). The cyclic garbage collector is paused while it runs and restored
-    as it was (:mod:`gpu_fabric.program.collector`).
+    as it was (:mod:`gpu_fabric.interpreter.collector`).
 
     ``ask_ec2`` (benchmarks/ec2_calls.py) takes instance facts as ``pulumi up`` does -- EC2 with the
     stack's ``aws:`` settings and the shell's AWS environment -- instead of the bundled table; the
