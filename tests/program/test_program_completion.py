@@ -234,3 +234,29 @@ def test_check_preview_forks_its_renders_beside_the_served_pack(tmp_path):
                              env=ENV)
     assert outcome.returncode == 1 and VIOLATION in outcome.stdout, outcome.stdout + outcome.stderr
     assert outcome.stderr == ""  # gRPC's "skipping fork() handlers" line among others
+
+
+def test_diff_never_renders_the_base_again_in_its_own_process_when_the_worker_dies(tmp_path, monkeypatch):
+    from gpu_fabric.diff import source, worker
+
+    class DeadWorker:
+        def __init__(self, *args):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc_info):
+            pass
+
+        def result(self):
+            raise worker.WorkerDied("the worker process ended without an answer (exit code -9)")
+
+    rendered: list[str] = []
+    monkeypatch.setattr(worker, "Worker", DeadWorker)
+    monkeypatch.setattr(source, "_render_or_absent", lambda *args: rendered.append(args[3]) or (None, args[3]))
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    with pytest.raises(source.DiffInputError, match=r"^stack 'seed-rdma' at base main: the base was not rendered: "
+                                                    r"the worker process ended without an answer \(exit code -9\)$"):
+        source._both_ends(tmp_path, "seed-rdma", "main", None, tmp_path)
+    assert rendered == ["head"]
