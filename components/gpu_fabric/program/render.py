@@ -182,7 +182,8 @@ def render_stack(
         return render()
     _imported_before_the_fork()
     try:
-        result = run_to_completion(render)
+        with collector_paused():  # the report is unpickled here: a heap that only grows, as the render's was
+            result = run_to_completion(render)
     except ProgramEnded as ended:
         raise program_ended(where, ended.how) from None
     except (ConfigError, StackFileError, StackProgramError):
