@@ -260,3 +260,26 @@ def test_diff_never_renders_the_base_again_in_its_own_process_when_the_worker_di
                                                     r"the worker process ended without an answer \(exit code -9\)$"):
         source._both_ends(tmp_path, "seed-rdma", "main", None, tmp_path)
     assert rendered == ["head"]
+
+
+SECOND_RENDER = """
+import sys
+from gpu_fabric.program.render import render_stack
+render_stack("aws-efa", {project!r})
+assert "pulumi_aws.ec2" not in sys.modules  # the child imported it; this process did not
+dra = render_stack("dra-efa", {project!r})  # imports here first what the first render's child imported
+import pulumi_kubernetes
+assert "pulumi_aws.ec2" in sys.modules and "gpu_fabric.resources.efa_node_group" in sys.modules
+assert isinstance(pulumi_kubernetes.apiextensions.CustomResource, type)  # the class, not its module
+print(len(dra.resources))
+"""
+
+
+def test_a_second_render_starts_with_what_the_first_imported_and_renders_the_same():
+    # Each render's child imported the AWS SDK again (480 modules): `check` of four stacks took twice the CPU.
+    from gpu_fabric.program.render import render_stack
+
+    outcome = subprocess.run([sys.executable, "-c", SECOND_RENDER.format(project=str(PROJECT_DIR))],
+                             capture_output=True, text=True, timeout=300, env=ENV)
+    assert outcome.returncode == 0, outcome.stderr
+    assert int(outcome.stdout) == len(render_stack("dra-efa", PROJECT_DIR).resources)

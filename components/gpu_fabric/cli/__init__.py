@@ -143,7 +143,7 @@ def _run_command(argv: Sequence[str] | None) -> int:
             # Parsing prints too (``--version | head -1``, ``--help``) and then exits: flushed here, a
             # reader that went away is the BrokenPipeError below, not an error at interpreter exit.
             sys.stdout.flush()
-        if args.command in RUNS_STACK_PROGRAMS:
+        if getattr(args, "command", None) in RUNS_STACK_PROGRAMS:
             from gpu_fabric.program.completion import grpc_without_fork_handlers
 
             grpc_without_fork_handlers()  # before the command imports gRPC: its renders fork (see there)

@@ -29,10 +29,11 @@ from gpu_fabric.program.errors import (
     program_failure,
     registration_failure,
 )
-from gpu_fabric.program.completion import ProgramEnded, grpc_without_fork_handlers, run_to_completion
+from gpu_fabric.program.completion import ProgramEnded, run_to_completion
 from gpu_fabric.program.isolation import stdout_to_stderr
 from gpu_fabric.program.project import DEFAULT_PROJECT_NAME, ProjectError, read_project
 from gpu_fabric.program.rendered import RenderedResource, RenderResult, plain_value
+from gpu_fabric.program.shared_imports import before_the_fork, noting_imports, seen
 
 PROJECT_NAME = DEFAULT_PROJECT_NAME
 """The project name of a folder without ``Pulumi.yaml`` (this repository's own); see :mod:`gpu_fabric.program.project`."""
@@ -180,10 +181,10 @@ def render_stack(
         # A caller's harness (tests, benchmarks) is the caller's own code: it runs in the caller's process,
         # where what it records stays visible.
         return render()
-    _imported_before_the_fork()
+    before_the_fork()
     try:
         with collector_paused():  # the report is unpickled here: a heap that only grows, as the render's was
-            result = run_to_completion(render)
+            result, imported = run_to_completion(noting_imports(render))
     except ProgramEnded as ended:
         raise program_ended(where, ended.how) from None
     except (ConfigError, StackFileError, StackProgramError):
@@ -196,25 +197,8 @@ def render_stack(
         raise StackProgramError(
             f"{where} registered no resources: there is nothing to render or check; a gpu-fabric stack program "
             f"calls build_stack() (or creates its own resources) and runs to its end")
+    seen(imported)
     return result
-
-
-def _imported_before_the_fork() -> None:
-    """Import what every render imports, in the command's process, before the render's child is forked.
-
-    The child starts with the parent's modules; what it imports itself dies with it. ``check`` of every
-    stack forks once per stack, and each child would import the SDKs again (0.3 to 0.5 s each) -- in the
-    command's process, they are imported once, as they were when renders ran there. The stack program's
-    own module (``gpu_fabric.program.stack``, what ``stacks/__main__.py`` calls) imports the components
-    and the provider SDKs they register.
-    """
-    grpc_without_fork_handlers()  # before Pulumi imports gRPC: see there
-    import pulumi.runtime.mocks  # noqa: F401
-    import pulumi.runtime.stack  # noqa: F401
-
-    import gpu_fabric.program.mocks  # noqa: F401
-    import gpu_fabric.program.stack  # noqa: F401
-    import gpu_fabric.program.urn  # noqa: F401
 
 
 def _render_here(stack: str, values: dict[str, Any], run: Callable[[], Any], where: str, *, preview: bool,
