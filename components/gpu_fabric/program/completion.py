@@ -93,13 +93,18 @@ def run_to_completion(function: Callable[[], T]) -> T:
     """
     if not hasattr(os, "fork"):
         return function()
-    read_end, write_end = os.pipe()  # both close on exec: a program that execs leaves no writer behind
-    for stream in (sys.stdout, sys.stderr):  # the child must not write again what the parent buffered
+    # The child must not write again what this process has buffered.
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         _flush(stream)
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child; measured through its report
+    read_end, write_end = os.pipe()  # both close on exec: a program that execs leaves no writer behind
+    try:
+        pid = os.fork()
+    except OSError:
         os.close(read_end)
-        _child(function, write_end)
+        os.close(write_end)
+        raise
+    if pid == 0:  # pragma: no cover - the child; measured through its report
+        _child(function, read_end, write_end)
     os.close(write_end)
     status: Optional[int] = None
     try:
@@ -114,11 +119,12 @@ def run_to_completion(function: Callable[[], T]) -> T:
     return value
 
 
-def _child(function: Callable[[], Any], write_end: int) -> None:  # pragma: no cover - runs in the child
+def _child(function: Callable[[], Any], read_end: int, write_end: int) -> None:  # pragma: no cover - the child
     """Run ``function``, report, and end this process without returning to the caller's stack."""
     me = os.getpid()
     status = 1
     try:
+        os.close(read_end)
         sys.addaudithook(_exec_noted(write_end, me))
         try:
             answer: tuple[str, Any] = ("returned", function())
@@ -129,6 +135,10 @@ def _child(function: Callable[[], Any], write_end: int) -> None:  # pragma: no c
             status = 0
             return
         _program_signals_off()
+        try:
+            os.dup2(2, 1)  # what the program's threads still print, and its buffers, go to stderr as before
+        except OSError:
+            pass
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             _flush(stream)
         payload = _pickled(answer)
