@@ -44,6 +44,12 @@ With the collector paused in renders (quiet machine): x1 2.69 s (peak 208 MiB), 
 collector paused 1.14 s (peak 152 MiB), fleet / that 2.36x. The pause is most of the gain: the collector's
 passes over a heap that only grows were 2.2 s of the plain bare program's 3.35 s.
 
+Since each render runs in a forked child that reports it complete (issue 40, :mod:`gpu_fabric.program.completion`),
+the figures count the child; the shared 2-core machine busy, CPU seconds, this tree against the one before in turn:
+before x1 3.20 / 2.99 / 3.19 s, x4 9.88 / 10.44 / 10.56 s; after x1 2.61 / 3.11 s, x4 8.95 / 9.87 s (fleet / bare
+1.17x and 1.33x against 1.28x-1.41x before): the fork, the copy-on-write faults and the pickled report (10.6 MB at
+x4: 0.07 s to write, 0.05 s to read) stay inside the run-to-run noise.
+
 What remains is mostly the SDK's own work for what gpu-fabric registers and the bare program does
 not: typed inputs (``pulumi_kubernetes.apiextensions.CustomResource`` serialized against its input
 types, ``pulumi._types.unwrap_type``), dependency resolution of ``depends_on``, component outputs.
