@@ -18,6 +18,12 @@ PROJECT_DIR = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
+# Renders fork this process (gpu_fabric.program.completion), also while a test serves the pack over gRPC
+# (tests/conformance): gRPC must be imported with its fork handlers off, before any test module imports it.
+from gpu_fabric.program.completion import grpc_without_fork_handlers  # noqa: E402
+
+grpc_without_fork_handlers()
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:

@@ -17,9 +17,11 @@ COMPONENTS = PROJECT_DIR / "components"
 
 
 def _modules_after(code: str) -> set[str]:
-    """The modules a fresh interpreter holds after running ``code`` (which must not print)."""
+    """The modules a fresh interpreter holds after running ``code`` (which must not print), and those of
+    gpu-fabric and the Pulumi SDKs its renders' children imported (gpu_fabric.program.shared_imports)."""
     env = {**os.environ, "PYTHONPATH": str(COMPONENTS)}
-    probe = code + "\nimport json as _j, sys as _s\n_s.__stdout__.write('\\n' + _j.dumps(sorted(_s.modules)))\n"
+    probe = code + ("\nimport json as _j, sys as _s\n_r = _s.modules.get('gpu_fabric.program.shared_imports')\n"
+                    "_s.__stdout__.write('\\n' + _j.dumps(sorted(set(_s.modules) | (_r._seen if _r else set()))))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=PROJECT_DIR,
                           timeout=120)
     assert done.returncode == 0, done.stderr

@@ -29,6 +29,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gpu_fabric.cli.schema",
 )
 
+RUNS_STACK_PROGRAMS = frozenset({"render", "check", "diff", "verify"})
+"""The commands that render stack programs, each in a forked child (:mod:`gpu_fabric.program.completion`)."""
+
 
 def version_text() -> str:
     """``gpu-fabric <version>``, every GPUStack operator line it mirrors with the source of each, and when
@@ -140,6 +143,10 @@ def _run_command(argv: Sequence[str] | None) -> int:
             # Parsing prints too (``--version | head -1``, ``--help``) and then exits: flushed here, a
             # reader that went away is the BrokenPipeError below, not an error at interpreter exit.
             sys.stdout.flush()
+        if getattr(args, "command", None) in RUNS_STACK_PROGRAMS:
+            from gpu_fabric.program.completion import grpc_without_fork_handlers
+
+            grpc_without_fork_handlers()  # before the command imports gRPC: its renders fork (see there)
         code = int(args.func(args))
         sys.stdout.flush()
         return code

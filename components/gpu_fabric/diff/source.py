@@ -138,8 +138,10 @@ def _both_ends(project_dir: Path, stack: str, base_ref: str, head_ref: Optional[
                 raise
             try:
                 base, base_label = worker.result()
-            except WorkerDied:  # the helper process died (killed, out of memory): render here instead
-                base, base_label = _render_or_absent(project_dir, stack, base_ref, "base", scratch)
+            except WorkerDied as died:
+                # Not rendered again here: whatever ended the worker (the OOM killer, a signal) would be met
+                # again, now by the command itself; a diff is never computed against a base that did not finish.
+                raise DiffInputError(f"stack {stack!r} at base {base_ref}: the base was not rendered: {died}") from None
     return base, base_label, head, head_label
 
 

@@ -11,7 +11,6 @@ from typing import Optional
 
 from gpu_fabric.config.base import ConfigError
 from gpu_fabric.config.stack_file import StackFileError
-from gpu_fabric.program.isolation import ProgramExited
 
 
 class StackNotFoundError(FileNotFoundError):
@@ -86,10 +85,19 @@ def registration_failure(path: str, error: Exception) -> Exception:
         kind, text = layers[-1].group(1), text[layers[-1].end():]
     text = " ".join(text.split()) or "(no message)"
     return StackProgramError(f"the stack program {path} raised {kind}{where}{registering}: {text}")
-def program_exit(where: str, exited: SystemExit | ProgramExited) -> StackProgramError:
-    """One line for a program that ended itself: how (``sys.exit`` or ``os._exit``, with the code) and where."""
-    how = f"os._exit({exited.code!r})" if isinstance(exited, ProgramExited) else f"sys.exit({exited.code!r})"
+
+
+def program_exit(where: str, exited: SystemExit) -> StackProgramError:
+    """One line for a program that ended itself with ``sys.exit`` (or ``raise SystemExit``): the code, and where."""
     at = _at(_program_frames(where.removeprefix("the stack program "), exited))
     return StackProgramError(
-        f"{where} exited early ({how}{at}), before registering all its resources; a render or check of part of "
-        "a program is refused")
+        f"{where} exited early (sys.exit({exited.code!r}){at}), before registering all its resources; a render or "
+        "check of part of a program is refused")
+
+
+def program_ended(where: str, how: str) -> StackProgramError:
+    """One line for a program whose process ended before it reported its render complete (``os._exit``,
+    ``exec``, a signal): how it ended, as :mod:`gpu_fabric.program.completion` saw it."""
+    return StackProgramError(
+        f"{where} exited early (its process ended: {how}) before the render was complete; a render or check of "
+        "part of a program is refused")

@@ -24,13 +24,16 @@ from gpu_fabric.interpreter.collector import collector_paused
 from gpu_fabric.program.errors import (
     StackNotFoundError,
     StackProgramError,
+    program_ended,
     program_exit,
     program_failure,
     registration_failure,
 )
-from gpu_fabric.program.isolation import ProgramExited, exits_refused, stdout_to_stderr
+from gpu_fabric.program.completion import ProgramEnded, run_to_completion
+from gpu_fabric.program.isolation import stdout_to_stderr
 from gpu_fabric.program.project import DEFAULT_PROJECT_NAME, ProjectError, read_project
 from gpu_fabric.program.rendered import RenderedResource, RenderResult, plain_value
+from gpu_fabric.program.shared_imports import before_the_fork, noting_imports, seen
 
 PROJECT_NAME = DEFAULT_PROJECT_NAME
 """The project name of a folder without ``Pulumi.yaml`` (this repository's own); see :mod:`gpu_fabric.program.project`."""
@@ -135,11 +138,14 @@ def render_stack(
     ``pulumi preview`` of a new stack: ids and provider-computed outputs (auto-names, versions) of
     resources not yet created are unknown, and so is every input made from them.
 
-    A program that stops early (``sys.exit``, ``os._exit``, in its body or in an ``apply`` callback), or a
-    project's program that registers no resource, raises :class:`StackProgramError` naming it: a render
-    of part of a program, or of none, would be checked vacuously. What the program writes on stdout goes to stderr
-    (:mod:`gpu_fabric.program.isolation`). The cyclic garbage collector is paused while it runs and restored
-    as it was (:mod:`gpu_fabric.interpreter.collector`).
+    The project's program runs in a forked child of this process (:mod:`gpu_fabric.program.completion`): the
+    render is complete only when that child reports it so, after the program's body returned and Pulumi's
+    registrations settled. A program that stops early -- ``sys.exit`` (in its body or an ``apply`` callback),
+    ``os._exit``, ``exec``, a signal -- or that registers no resource raises :class:`StackProgramError` naming
+    it: a render of part of a program, or of none, would be checked vacuously. A ``program`` function (a
+    caller's harness) runs in this process. What the program writes on stdout goes to stderr
+    (:mod:`gpu_fabric.program.isolation`). The cyclic garbage collector is paused while it runs
+    (:mod:`gpu_fabric.interpreter.collector`).
 
     ``ask_ec2`` (benchmarks/ec2_calls.py) takes instance facts as ``pulumi up`` does -- EC2 with the
     stack's ``aws:`` settings and the shell's AWS environment -- instead of the bundled table; the
@@ -166,29 +172,54 @@ def render_stack(
             except Exception as error:  # noqa: BLE001 - the team's program: one line, not a traceback
                 raise program_failure(path, error) from error
     values = config if config is not None else load_stack_config(project.folder, stack)
+
+    def render() -> RenderResult:
+        return _render_here(stack, values, run, where, preview=preview, project=project.name, ask_ec2=ask_ec2,
+                            harness=program is not None)
+
+    if program is not None:
+        # A caller's harness (tests, benchmarks) is the caller's own code: it runs in the caller's process,
+        # where what it records stays visible.
+        return render()
+    before_the_fork()
+    try:
+        with collector_paused():  # the report is unpickled here: a heap that only grows, as the render's was
+            result, imported = run_to_completion(noting_imports(render))
+    except ProgramEnded as ended:
+        raise program_ended(where, ended.how) from None
+    except (ConfigError, StackFileError, StackProgramError):
+        raise
+    except Exception as error:  # noqa: BLE001 - what the child raised and no refusal took (its report unreadable)
+        raise registration_failure(path, error) from None
+    if not result.resources:
+        # The project's program (what every command runs) must register something; a ``program``
+        # function is a caller's harness, which may test that nothing gets registered.
+        raise StackProgramError(
+            f"{where} registered no resources: there is nothing to render or check; a gpu-fabric stack program "
+            f"calls build_stack() (or creates its own resources) and runs to its end")
+    seen(imported)
+    return result
+
+
+def _render_here(stack: str, values: dict[str, Any], run: Callable[[], Any], where: str, *, preview: bool,
+                 project: str, ask_ec2: bool, harness: bool) -> RenderResult:
+    """The render in this process: the program under mocks, its stdout on stderr, its exits refused."""
     environment: contextlib.AbstractContextManager[None] = contextlib.nullcontext() if ask_ec2 else hermetic_environment()
     try:
-        with collector_paused(), environment, stdout_to_stderr(), exits_refused():
+        with collector_paused(), environment, stdout_to_stderr():
             with _own_event_loop():
-                result = contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview, project.name,
-                                                   not ask_ec2)
-    except (SystemExit, ProgramExited) as exited:
+                return contextvars.Context().run(_render_in_fresh_context, stack, values, run, preview, project,
+                                                 not ask_ec2)
+    except SystemExit as exited:
         # Caught here, not around the program's call alone: an exit inside an ``apply`` callback
         # leaves through Pulumi's event loop, after the program function has returned.
         raise program_exit(where, exited) from None
     except (ConfigError, StackFileError, StackProgramError):
         raise
     except Exception as error:
-        if program is not None:
+        if harness:
             raise  # a caller's harness: its errors are its own to read
-        raise registration_failure(path, error) from error
-    if not result.resources and program is None:
-        # The project's program (what every command runs) must register something; a ``program``
-        # function is a caller's harness, which may test that nothing gets registered.
-        raise StackProgramError(
-            f"{where} registered no resources: there is nothing to render or check; a gpu-fabric stack program "
-            f"calls build_stack() (or creates its own resources) and runs to its end")
-    return result
+        raise registration_failure(where.removeprefix("the stack program "), error) from error
 
 
 @contextlib.contextmanager
@@ -224,7 +255,7 @@ def _own_event_loop() -> Iterator[None]:
                 if pending:
                     loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 break
-            except (SystemExit, ProgramExited):
+            except SystemExit:
                 pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
         loop.close()
         # The render is over and its first error, if any, was raised to the caller. Its futures are collected
@@ -248,7 +279,7 @@ def _unretrieved_exits_ignored(loop: Any, context: dict[str, Any]) -> None:
     ``ast`` module's recursion bookkeeping off, so that a later ``ast.parse`` in the process failed
     with "AST constructor recursion depth mismatch" (CPython gh-106905 is that bookkeeping's bug).
     """
-    if isinstance(context.get("exception"), (SystemExit, ProgramExited)):
+    if isinstance(context.get("exception"), SystemExit):
         return
     loop.default_exception_handler(context)
 
