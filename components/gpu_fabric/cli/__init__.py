@@ -79,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_INTERRUPTED = 130
+"""A shell's status for a command ended by Ctrl-C (128 + SIGINT), after it cleaned up and said so."""
+
+
 def console_main() -> int:
     """Entry point of the ``gpu-fabric`` console script and ``python -m gpu_fabric.cli``: :func:`main`, then exit.
 
@@ -93,6 +97,12 @@ def console_main() -> int:
     with collector_paused():
         code = main()
         no_collection_at_exit()
+    if code == EXIT_INTERRUPTED:
+        # Reported once: an interrupt still pending, or a second Ctrl-C, must not end the exit with a traceback
+        # and the status of a process killed by SIGINT instead of 130.
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     return code
 
 
@@ -158,7 +168,7 @@ def _run_command(argv: Sequence[str] | None) -> int:
         return EXIT_FINDINGS
     except KeyboardInterrupt:
         print("gpu-fabric: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through the console script

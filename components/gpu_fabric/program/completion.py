@@ -124,6 +124,10 @@ def _child(function: Callable[[], Any], read_end: int, write_end: int) -> None: 
     me = os.getpid()
     status = 1
     try:
+        # Ctrl-C reaches the whole process group; the parent owns the interrupt and ends this child itself
+        # (``_kill_and_reap``). Raised here too, it came back as the render's answer and the parent raised it
+        # a second time, after it had already reported its own.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         os.close(read_end)
         sys.addaudithook(_exec_noted(write_end, me))
         try:
