@@ -31,7 +31,8 @@ def _change(case) -> str:
         return f"`{case.stack}`'s {edits}"
     edits = [f"`{path}: {json.dumps(value)}`" for path, value in case.set.items()]
     edits += [f"no `{path}`" for path in case.unset]
-    return f"`{case.stack}` with {', '.join(edits)}" if edits else f"`{case.stack}` as it is"
+    stack = f"`{case.stack}`" if case.fleet is None else f"benchmarks/render_fleet.py's fleet at scale {case.fleet}"
+    return f"{stack} with {', '.join(edits)}" if edits else f"{stack} as it is"
 
 
 def rule_examples() -> dict[str, list[tuple[str, str]]]:

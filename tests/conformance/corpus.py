@@ -18,6 +18,8 @@ What a case is made of decides what reads it (:mod:`surfaces`):
 
 * ``stack`` with ``set``/``unset`` (paths into the ``gpu-fabric:`` configuration, FieldPath syntax): a stack
   file. It goes through ``load_config``, ``gpu-fabric render``, ``check`` and ``check --preview``.
+  ``fleet: <scale>`` replaces the stack's ``gpu-fabric:`` values with benchmarks/render_fleet.py's synthetic
+  fleet at that scale before ``set``/``unset`` (a stack file too large to write out in a case).
 * ``manifests`` (objects a team applies beside the stack): ``gpu-fabric lint --stack``, and the pack over
   the rendered stack plus those objects, in process and over the analyzer's gRPC protocol, as a team's
   program registering them meets it at ``pulumi preview``.
@@ -42,7 +44,7 @@ from typing import Any, Mapping, Optional
 import yaml
 
 from gpu_fabric.findings.path import FieldPath, Key
-from support.stack_configs import stack_document
+from support.stack_configs import fleet_config, stack_document
 
 CASES_DIR = Path(__file__).parent / "cases"
 
@@ -72,6 +74,8 @@ class Case:
     surfaces: tuple[str, ...] = ()
     engine: bool = False
     """Also run under the real engine (``pulumi preview --policy-pack policy``; ``pytest -m engine``)."""
+    fleet: Optional[int] = None
+    """The scale of benchmarks/render_fleet.py's fleet whose values replace the stack's ``gpu-fabric:`` ones."""
 
     @property
     def id(self) -> str:
@@ -91,6 +95,8 @@ class Case:
         document = stack_document(self.stack)
         config = document["config"]
         values = {key.split(":", 1)[1]: value for key, value in config.items() if key.startswith("gpu-fabric:")}
+        if self.fleet is not None:
+            values = {key.split(":", 1)[1]: value for key, value in fleet_config(self.fleet).items()}
         for path, value in self.set.items():
             _set(values, path, copy.deepcopy(value))
         for path in self.unset:
@@ -145,7 +151,7 @@ def load_cases() -> tuple[Case, ...]:
     return tuple(cases)
 
 
-_CASE_KEYS = {"name", "stack", "set", "unset", "manifests", "resources", "path", "surfaces", "engine"}
+_CASE_KEYS = {"name", "stack", "set", "unset", "manifests", "resources", "path", "surfaces", "engine", "fleet"}
 
 
 def _case(file: str, rule: str, verdict: str, raw: Mapping[str, Any]) -> Case:
@@ -155,7 +161,8 @@ def _case(file: str, rule: str, verdict: str, raw: Mapping[str, Any]) -> Case:
     case = Case(rule=rule, verdict=verdict, name=str(raw["name"]), file=file, stack=str(raw.get("stack", "seed-rdma")),
                 set=dict(raw.get("set") or {}), unset=tuple(raw.get("unset") or ()),
                 manifests=tuple(raw.get("manifests") or ()), resources=tuple(raw.get("resources") or ()),
-                path=raw.get("path"), surfaces=tuple(raw.get("surfaces") or ()), engine=bool(raw.get("engine")))
+                path=raw.get("path"), surfaces=tuple(raw.get("surfaces") or ()), engine=bool(raw.get("engine")),
+                fleet=raw.get("fleet"))
     if not case.surfaces:
         defaults = {"stack": STACK_SURFACES, "manifests": MANIFEST_SURFACES, "resources": RESOURCE_SURFACES}
         case = Case(**{**case.__dict__, "surfaces": defaults[case.kind]})

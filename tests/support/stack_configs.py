@@ -82,3 +82,15 @@ def seed_with_stack_device_manager() -> dict:
     values = seed_values()
     values["devicePlugins"] = {"deviceManager": {"deployedBy": "stack", "namespace": "gpu-ops"}}
     return values
+
+
+@functools.lru_cache(maxsize=None)
+def _fleet_function():
+    import runpy
+
+    return runpy.run_path(str(PROJECT_DIR / "benchmarks" / "render_fleet.py"), run_name="fleet_for_tests")["fleet"]
+
+
+def fleet_config(scale: int) -> dict[str, Any]:
+    """``config:`` of benchmarks/render_fleet.py's synthetic fleet at ``scale`` (``gpu-fabric:*`` keys), a fresh copy."""
+    return copy.deepcopy(_fleet_function()(scale))

@@ -6,7 +6,8 @@ and PyYAML's ``safe_load`` accepts all of it -- the last of two repeated keys si
 date becomes a ``datetime`` that later crashes JSON encoding. This module refuses each of those
 with the file and the place, and refuses configuration keys that Pulumi itself would reject
 (no ``namespace:``) or that look like a misspelt ``gpu-fabric:`` namespace, which would otherwise
-silently drop the configuration they carry.
+silently drop the configuration they carry, and a configuration too large for the one environment
+variable Pulumi hands it to the program in (:mod:`gpu_fabric.config.config_size`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Iterable, Optional
 import yaml
 
 from gpu_fabric.config.base import format_path
+from gpu_fabric.config.config_size import config_size_findings
 from gpu_fabric.config.secrets import configuration_credentials
 
 # A stack file is a few hundred nodes; anchors that add more than this many values beyond the ones
@@ -373,7 +375,8 @@ def read_stack_document(path: Path | str) -> Any:
 
 
 def read_stack_file(path: Path | str, namespace: str) -> dict[str, Any]:
-    """The ``config:`` block of a stack file, keyed ``namespace:key``; :class:`StackFileError` otherwise."""
+    """The ``config:`` block of a stack file, keyed ``namespace:key``; :class:`StackFileError` otherwise -- also for a
+    configuration too large for Pulumi to hand the program (:data:`gpu_fabric.config.config_size.STACK_CONFIG_SIZE`)."""
     path = Path(path)
     document = read_stack_document(path)
     if not isinstance(document, dict):
@@ -394,6 +397,10 @@ def read_stack_file(path: Path | str, namespace: str) -> dict[str, Any]:
     if problems:
         raise StackFileError(path, problems)
     problems = credential_problems(config, namespace)
+    if problems:
+        raise StackFileError(path, problems)
+    # Last: a file refused above would not run either, and its own problems say more than its size.
+    problems = [f"{finding.path}: {finding.message} {finding.rule_tag}" for finding in config_size_findings(config)]
     if problems:
         raise StackFileError(path, problems)
     return dict(config)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from gpu_fabric.aws import instance_facts, karpenter, launch_template_rules, node_group_placement, security_group_rules
-from gpu_fabric.config import base as config_base
+from gpu_fabric.config import base as config_base, config_size
 from gpu_fabric.config.fabric import FabricConfig
 from gpu_fabric.findings import Enforcement, Rule
 from gpu_fabric.gpustack import admission_pipeline, device_manager_access, privilege_rules, rules as gpustack_rules, schema
@@ -86,6 +86,7 @@ REGISTRY: tuple[RegisteredRule, ...] = _entries(
     # What the user writes, and what the stack's objects refer to.
     (config_base.CONFIGURATION, FabricConfig),
     (config_base.FINITE_NUMBERS, config_base.non_finite_numbers),
+    (config_size.STACK_CONFIG_SIZE, config_size.config_size_findings),
     (configuration.REFERENCES, configuration.reference_findings),
     (configuration.AWS_TARGET, configuration.aws_target_findings),
     (fabric_plan.TOPOLOGY_AGENT_SCOPE, fabric_plan.topology_agent_problems),
