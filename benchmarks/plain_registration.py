@@ -74,17 +74,24 @@ def _made(entry: dict[str, Any], opts: pulumi.ResourceOptions, typed: bool) -> p
     return getattr(importlib.import_module(module), name)(entry["name"], opts=opts, **kwargs)
 
 
-def register(listed: list[dict[str, Any]], typed: bool) -> int:
-    """Register ``listed`` (entries of a ``resources.json``), parents first, to the end; return how many."""
+def register_all(listed: list[dict[str, Any]], typed: bool) -> dict[str, pulumi.Resource]:
+    """Register ``listed`` (entries of a ``resources.json``), parents first, in the running Pulumi program:
+    under the mocks (:func:`register`) or as the program of a real engine (``engine_preview.py``'s bare program)."""
     parents = {entry["urn"]: entry["parent"] for entry in listed}
 
     def depth(urn: str) -> int:
         return 0 if not parents.get(urn) else 1 + depth(parents[urn])
 
-    pulumi.runtime.set_mocks(_Mocks(), project="floor", stack="floor", preview=False)
     registered: dict[str, pulumi.Resource] = {}
     for entry in sorted(listed, key=lambda entry: (depth(entry["urn"]), entry["urn"])):
         registered[entry["urn"]] = _made(entry, pulumi.ResourceOptions(parent=registered.get(entry["parent"])), typed)
+    return registered
+
+
+def register(listed: list[dict[str, Any]], typed: bool) -> int:
+    """Register ``listed`` under Pulumi's mock runtime, to the end; return how many."""
+    pulumi.runtime.set_mocks(_Mocks(), project="floor", stack="floor", preview=False)
+    registered = register_all(listed, typed)
 
     async def drain() -> None:  # every registration the program started, to its end
         while pending := [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]:
