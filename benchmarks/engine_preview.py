@@ -209,8 +209,7 @@ BARE_PROGRAM = (
 (``plain_registration.register_all``), each custom resource made from its pulumi-kubernetes class."""
 
 
-def bare_workspace(workspace: PulumiWorkspace, scale: int, scratch: Path, engine_bin: Path,
-                   kubeconfig: Path) -> tuple[PulumiWorkspace, int]:
+def bare_workspace(scale: int, scratch: Path, engine_bin: Path, kubeconfig: Path) -> tuple[PulumiWorkspace, int]:
     """A project of :data:`BARE_PROGRAM` over the fleet's rendered resources, its stack of the fleet's name."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from render_fleet import fleet
@@ -222,7 +221,6 @@ def bare_workspace(workspace: PulumiWorkspace, scale: int, scratch: Path, engine
                "inputs": r.inputs} for r in resources]
     bare = PulumiWorkspace.program(scratch / f"bare-x{scale}", engine_bin, kubeconfig, scratch, "bare-fleet", "python",
                                    {"__main__.py": BARE_PROGRAM, "resources.json": json.dumps(listed)})
-    bare.env.update({key: value for key, value in workspace.env.items() if key.startswith("PULUMI_CONFIG_PASSPHRASE")})
     bare.stack_init(f"fleet-x{scale}")
     return bare, len(listed)
 
@@ -341,7 +339,7 @@ def main() -> int:
                     (small, a), (large, b) = min(added.items()), max(added.items())
                     print(f"the pack's added wall: {small}x +{a:.2f} s, {large}x +{b:.2f} s "
                           f"({large}x / {small}x {b / a if a > 0 else float('nan'):.2f}; linear is about {large / small:g})")
-                bare, count = bare_workspace(workspace, 1, scratch, engine_bin, plane.kubeconfig)
+                bare, count = bare_workspace(1, scratch, engine_bin, plane.kubeconfig)
                 print(f"fleet-x1: gpu-fabric's program against a bare program of the same {count} resources "
                       f"(plain preview, {args.fleet_runs[0]} runs each, alternating)")
                 met = program_against_bare(workspace, bare, "fleet-x1", args.fleet_runs[0]) <= PROGRAM_TARGET and met

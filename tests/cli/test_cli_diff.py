@@ -6,7 +6,6 @@ while the example stacks change.
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,15 +16,9 @@ from gpu_fabric.diff.compare import compare
 from gpu_fabric.diff.replace_rules import LAUNCH_TEMPLATE, NODE_GROUP
 from gpu_fabric.diff.source import render_stack_at
 from support.stack_configs import PROJECT_DIR
+from support.git_repo import commit_everything, git
 
 STACK = "aws-efa"
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-           "PATH": "/usr/bin:/bin:/usr/local/bin"}
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=GIT_ENV).stdout
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +27,7 @@ def repo(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("platform-repo")
     shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
     shutil.copytree(PROJECT_DIR / "stacks", root / "stacks", ignore=shutil.ignore_patterns("__pycache__"))
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    commit_everything(root)
     return root
 
 
@@ -227,9 +218,7 @@ def test_project_in_a_subfolder_of_the_repository(tmp_path, capsys):
     shutil.copy(PROJECT_DIR / "Pulumi.yaml", project / "Pulumi.yaml")
     shutil.copytree(PROJECT_DIR / "stacks", project / "stacks", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "README.md").write_text("platform\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    commit_everything(root)
     assert main(["diff", "--base", "main", "--stack", STACK, "--project", str(project), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["steps"] == []
 

@@ -15,15 +15,9 @@ import pytest
 
 from support.bad_input import run_cli
 from support.stack_configs import PROJECT_DIR
+from support.git_repo import commit_everything, git
 
 STACK = "aws-efa"
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-           "PATH": "/usr/bin:/bin:/usr/local/bin"}
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=GIT_ENV).stdout
 
 
 def committed_project(root: Path) -> Path:
@@ -31,9 +25,7 @@ def committed_project(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
     shutil.copytree(PROJECT_DIR / "stacks", root / "stacks", ignore=shutil.ignore_patterns("__pycache__"))
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    commit_everything(root)
     return root
 
 

@@ -19,18 +19,12 @@ import pytest
 
 import gpu_fabric
 from support.stack_configs import PROJECT_DIR
+from support.git_repo import commit_everything, git
 
 STACK = "seed-rdma"
 PROGRAM = (PROJECT_DIR / "stacks" / "__main__.py").read_text()
 ENV = {**os.environ, "PYTHONPATH": str(Path(gpu_fabric.__file__).resolve().parents[1])}
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-           "PATH": "/usr/bin:/bin:/usr/local/bin"}
 CI_SCRIPT = PROJECT_DIR / "examples" / "ci" / "gpu_fabric_pr.py"
-
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=GIT_ENV)
 
 
 def repository(tmp_path: Path, base_program: str, head_program: str) -> Path:
@@ -40,9 +34,7 @@ def repository(tmp_path: Path, base_program: str, head_program: str) -> Path:
     shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
     shutil.copy(PROJECT_DIR / "stacks" / f"Pulumi.{STACK}.yaml", root / "stacks" / f"Pulumi.{STACK}.yaml")
     (root / "stacks" / "__main__.py").write_text(base_program)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    commit_everything(root)
     git(root, "checkout", "-q", "-b", "work")
     (root / "stacks" / "__main__.py").write_text(head_program)
     git(root, "commit", "-q", "--allow-empty", "-am", "head")

@@ -7,14 +7,11 @@ stack-config-size.yaml); ``diff`` renders both ends through the same loader, and
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 from support.bad_input import dump, run_cli
 from support.stack_configs import PROJECT_DIR, fleet_config, stack_document
+from support.git_repo import commit_everything
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-           "PATH": "/usr/bin:/bin:/usr/local/bin"}
 
 
 def test_diff_refuses_a_head_whose_configuration_pulumi_could_not_pass_to_the_program(tmp_path):
@@ -23,8 +20,7 @@ def test_diff_refuses_a_head_whose_configuration_pulumi_could_not_pass_to_the_pr
     shutil.copy(PROJECT_DIR / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
     shutil.copy(PROJECT_DIR / "stacks" / "__main__.py", stacks / "__main__.py")
     (stacks / "Pulumi.x.yaml").write_text(dump(stack_document("seed-rdma")))
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
-        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True, env=GIT_ENV)
+    commit_everything(tmp_path)
     (stacks / "Pulumi.x.yaml").write_text(dump({"config": fleet_config(4)}))
 
     outcome = run_cli("diff", "--base", "main", "--stack", "x", "--project", str(tmp_path))

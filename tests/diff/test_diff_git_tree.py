@@ -21,15 +21,9 @@ import pytest
 from gpu_fabric.diff.git_tree import CommitTrees, NotInTree, OutsideTree, write_commit_folder
 from support.bad_input import run_cli
 from support.stack_configs import PROJECT_DIR
+from support.git_repo import git
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-           "PATH": "/usr/bin:/bin:/usr/local/bin"}
 SEED_RESOURCES, EFA_RESOURCES = 17, 27  # each with one tenant Namespace (docs/stacks.md#tenant-namespaces)
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=GIT_ENV).stdout
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,15 +15,13 @@ import yaml
 from gpu_fabric.diff.git_tree import write_commit_folder
 from support.bad_input import run_cli
 from support.stack_configs import PROJECT_DIR
+from support.git_repo import git as shared_git
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_ALLOW_PROTOCOL": "file", "PATH": "/usr/bin:/bin:/usr/local/bin"}
 STACK = "aws-efa"
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=GIT_ENV).stdout
+    return shared_git(repo, *args, env={"GIT_ALLOW_PROTOCOL": "file"})  # submodules are cloned over file://
 
 
 def raise_max_size(stacks: Path) -> None:

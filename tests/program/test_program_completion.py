@@ -17,25 +17,16 @@ from pathlib import Path
 
 import pytest
 
-import gpu_fabric
 from support.stack_configs import PROJECT_DIR
+from support.team_program import PROGRAM, SUBPROCESS_ENV as ENV, project
+from support.git_repo import commit_everything
 
-PROGRAM = (PROJECT_DIR / "stacks" / "__main__.py").read_text()
 HOST_PID_POD = (
     "import pulumi_kubernetes as k8s\n"
     "k8s.core.v1.Pod('debug', metadata={'name': 'debug', 'namespace': 'default'},\n"
     "                spec={'hostPID': True, 'containers': [{'name': 'shell', 'image': 'busybox'}]})\n")
 VIOLATING = PROGRAM + HOST_PID_POD
 VIOLATION = "[kubelet-host-access]"
-ENV = {**os.environ, "PYTHONPATH": str(Path(gpu_fabric.__file__).resolve().parents[1])}
-
-
-def project(tmp_path: Path, program: str) -> tuple[Path, Path]:
-    stacks = tmp_path / "stacks"
-    stacks.mkdir(parents=True)
-    (stacks / "Pulumi.seed-rdma.yaml").write_text((PROJECT_DIR / "stacks" / "Pulumi.seed-rdma.yaml").read_text())
-    (stacks / "__main__.py").write_text(program)
-    return tmp_path, stacks / "__main__.py"
 
 
 def command(name: str, folder: Path) -> list[str]:
@@ -167,9 +158,6 @@ def test_a_grandchild_holding_the_pipe_open_does_not_hold_the_command(tmp_path):
     assert err.read_text() == ""
 
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-           "PATH": "/usr/bin:/bin:/usr/local/bin"}
 
 
 def test_diff_refuses_a_base_whose_program_ends_its_process(tmp_path):
@@ -178,8 +166,7 @@ def test_diff_refuses_a_base_whose_program_ends_its_process(tmp_path):
     root = tmp_path / "platform"
     folder, _ = project(root, "import posix\nposix._exit(0)\n" + PROGRAM)
     (root / "Pulumi.yaml").write_text((PROJECT_DIR / "Pulumi.yaml").read_text())
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
-        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=GIT_ENV)
+    commit_everything(root)
     (root / "stacks" / "__main__.py").write_text(PROGRAM)
     outcome = subprocess.run([sys.executable, "-m", "gpu_fabric.cli", "diff", "--base", "main", "--stack", "seed-rdma",
                               "--project", str(root), "--markdown"], capture_output=True, text=True, timeout=300, env=ENV)

@@ -8,30 +8,17 @@ and what the processes it starts print, goes to stderr.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-import gpu_fabric
 from gpu_fabric.program.isolation import stdout_to_stderr
 from gpu_fabric.program.errors import StackProgramError
 from gpu_fabric.program.render import render_stack
 from support.bad_input import run_cli
-from support.stack_configs import PROJECT_DIR
-
-PROGRAM = (PROJECT_DIR / "stacks" / "__main__.py").read_text()
-SUBPROCESS_ENV = {**os.environ, "PYTHONPATH": str(Path(gpu_fabric.__file__).resolve().parents[1])}
-
-
-def project(tmp_path: Path, program: str) -> tuple[Path, Path]:
-    stacks = tmp_path / "stacks"
-    stacks.mkdir(parents=True)
-    (stacks / "Pulumi.seed-rdma.yaml").write_text((PROJECT_DIR / "stacks" / "Pulumi.seed-rdma.yaml").read_text())
-    (stacks / "__main__.py").write_text(program)
-    return tmp_path, stacks / "__main__.py"
+from support.team_program import PROGRAM, SUBPROCESS_ENV, project
 
 
 def command_args(command: str, folder: Path) -> list[str]:

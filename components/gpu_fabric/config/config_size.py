@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Mapping
 
-from gpu_fabric.config.secrets import is_secure
+from gpu_fabric.config.secrets import replace_secure
 from gpu_fabric.findings import FieldPath, Finding, Rule
 
 MAX_ARG_STRLEN = 32 * 4096
@@ -123,15 +123,7 @@ def go_json(value: Any) -> str:
 
 def _decrypted_stand_in(value: Any) -> tuple[Any, bool]:
     """``value`` with each ``secure:`` leaf as its ciphertext (offline stand-in of the plaintext), and whether it held one."""
-    if is_secure(value):
-        return value["secure"], True
-    if isinstance(value, dict):
-        entries = {key: _decrypted_stand_in(item) for key, item in value.items()}
-        return {key: item for key, (item, _) in entries.items()}, any(secret for _, secret in entries.values())
-    if isinstance(value, list):
-        items = [_decrypted_stand_in(item) for item in value]
-        return [item for item, _ in items], any(secret for _, secret in items)
-    return value, False
+    return replace_secure(value, lambda secure: secure["secure"])
 
 
 def engine_text(value: Any) -> str:

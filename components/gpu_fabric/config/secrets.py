@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 SECRET_PLACEHOLDER = "[secret]"
 """What an offline run reads, and a render writes, in place of a secret value."""
@@ -98,17 +98,22 @@ def is_secure(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"secure"} and isinstance(value["secure"], str)
 
 
-def hide_secure(value: Any) -> tuple[Any, bool]:
-    """``value`` with every ``secure:`` leaf as :data:`SECRET_PLACEHOLDER`, and whether it held one."""
+def replace_secure(value: Any, leaf: Callable[[dict[str, Any]], Any]) -> tuple[Any, bool]:
+    """``value`` with every ``secure:`` leaf replaced by ``leaf(it)``, and whether it held one."""
     if is_secure(value):
-        return SECRET_PLACEHOLDER, True
+        return leaf(value), True
     if isinstance(value, dict):
-        entries = {key: hide_secure(item) for key, item in value.items()}
+        entries = {key: replace_secure(item, leaf) for key, item in value.items()}
         return {key: item for key, (item, _) in entries.items()}, any(found for _, found in entries.values())
     if isinstance(value, list):
-        items = [hide_secure(item) for item in value]
+        items = [replace_secure(item, leaf) for item in value]
         return [item for item, _ in items], any(found for _, found in items)
     return value, False
+
+
+def hide_secure(value: Any) -> tuple[Any, bool]:
+    """``value`` with every ``secure:`` leaf as :data:`SECRET_PLACEHOLDER`, and whether it held one."""
+    return replace_secure(value, lambda _: SECRET_PLACEHOLDER)
 
 
 def offline_values(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,16 +30,23 @@ class CallScope:
     pulumi_policy's servicer decodes the request once per policy: ``AnalyzeStack`` turns every resource's
     ``Struct`` into a dict for each of the pack's 22 stack policies, and each policy then copied every
     resource again into plain props (:func:`stack_resources`), so a stack's decoding grew as resources x
-    policies. Within one call every policy is handed the same request, so the ``Struct`` decode (keyed by
-    the message, held here so its id stays its own) and the plain :class:`Resource` (keyed by URN) are made
-    once and shared; the dicts pulumi_policy builds from the shared decode are its own copies
-    (``deserialize_properties`` copies every dict and list), and policies only read a :class:`Resource`.
+    policies. Within one call every policy is handed the same request, so the ``Struct`` decode, what
+    pulumi_policy derives from it (:func:`_once_per_call`; each kept by the object it was made from, see
+    :meth:`once`) and the plain :class:`Resource` (keyed by URN) are made once and shared; policies only read them.
     """
 
     def __init__(self) -> None:
-        self.structs: dict[int, tuple[struct_pb2.Struct, dict[str, Any]]] = {}
-        self.derived: dict[tuple[str, int], tuple[Any, Any]] = {}  # (function, id(argument)) -> (argument, result)
+        self.made: dict[tuple[str, int], tuple[Any, Any]] = {}  # (what, id(argument)) -> (argument, result)
         self.resources: dict[tuple[str, str], Any] = {}  # plan.resource_view.Resource
+
+    def once(self, what: str, argument: Any, make: Callable[[Any], Any]) -> Any:
+        """``make(argument)``, made once in this call for the same ``argument`` object (the argument is kept, so
+        its id stays its own while the call lasts)."""
+        key = (what, id(argument))
+        made = self.made.get(key)
+        if made is None or made[0] is not argument:
+            made = self.made[key] = (argument, make(argument))
+        return made[1]
 
 
 _calls = threading.local()
@@ -104,11 +111,7 @@ def _once_per_call(function: Callable[..., Any]) -> Callable[..., Any]:
         scope = current_scope()
         if scope is None or args:
             return function(value, *args)
-        key = (function.__name__, id(value))
-        made = scope.derived.get(key)
-        if made is None or made[0] is not value:
-            made = scope.derived[key] = (value, function(value))  # the argument is kept: its id stays its own
-        return made[1]
+        return scope.once(function.__name__, value, function)
 
     once.__wrapped_by_gpu_fabric__ = True  # type: ignore[attr-defined]
     return once
@@ -152,10 +155,7 @@ class _NonFiniteTolerantJsonFormat:
             scope = current_scope()
             if scope is None:
                 return _struct_dict(message)
-            decoded = scope.structs.get(id(message))
-            if decoded is None or decoded[0] is not message:
-                decoded = scope.structs[id(message)] = (message, _struct_dict(message))
-            return decoded[1]
+            return scope.once("struct", message, _struct_dict)
         return _json_format.MessageToDict(message, *args, **kwargs)
 
 
