@@ -270,3 +270,22 @@ def test_a_second_render_starts_with_what_the_first_imported_and_renders_the_sam
                              capture_output=True, text=True, timeout=300, env=ENV)
     assert outcome.returncode == 0, outcome.stderr
     assert int(outcome.stdout) == len(render_stack("dra-efa", PROJECT_DIR).resources)
+
+
+HELD_IMPORT_LOCK = """
+import _imp
+from gpu_fabric.program.render import render_stack
+_imp.acquire_lock()  # as a Ctrl-C swallowed inside importlib's own critical section leaves it
+print(len(render_stack("seed-rdma", {project!r}).resources))
+"""
+
+
+def test_a_render_forked_while_this_process_holds_the_import_lock_completes():
+    # The child inherits a lock its forking thread held, and never returns to the frame that would release it:
+    # the SDK's registering threads, which import, waited on it forever (`gpu-fabric diff` hung after a Ctrl-C).
+    from gpu_fabric.program.render import render_stack
+
+    outcome = subprocess.run([sys.executable, "-c", HELD_IMPORT_LOCK.format(project=str(PROJECT_DIR))],
+                             capture_output=True, text=True, timeout=120, env=ENV)
+    assert outcome.returncode == 0, outcome.stderr
+    assert int(outcome.stdout) == len(render_stack("seed-rdma", PROJECT_DIR).resources)

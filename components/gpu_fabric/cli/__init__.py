@@ -98,11 +98,18 @@ def console_main() -> int:
         code = main()
         no_collection_at_exit()
     if code == EXIT_INTERRUPTED:
-        # Reported once: an interrupt still pending, or a second Ctrl-C, must not end the exit with a traceback
-        # and the status of a process killed by SIGINT instead of 130.
+        # Reported once, and cleaned up as the command unwound: the interpreter's own exit is left out, where a
+        # Ctrl-C still pending, or a second one, would end the process with a traceback and the status of a
+        # process killed by SIGINT instead of 130.
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
     return code
 
 

@@ -97,14 +97,23 @@ def run_to_completion(function: Callable[[], T]) -> T:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         _flush(stream)
     read_end, write_end = os.pipe()  # both close on exec: a program that execs leaves no writer behind
+    # Ctrl-C reaches the whole process group and is the parent's (it ends the child itself, ``_kill_and_reap``).
+    # SIGINT is held back across the fork so that the child ignores it from its first instruction: one that
+    # landed before the child's own handler was set unwound the child through this command's frames, where it
+    # reported "interrupted" as if it were the command. The parent takes a held SIGINT as the mask is restored.
+    held = _sigint_held()
     try:
         pid = os.fork()
     except OSError:
+        _sigint_released(held)
         os.close(read_end)
         os.close(write_end)
         raise
     if pid == 0:  # pragma: no cover - the child; measured through its report
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _sigint_released(held)
         _child(function, read_end, write_end)
+    _sigint_released(held)
     os.close(write_end)
     status: Optional[int] = None
     try:
@@ -119,15 +128,24 @@ def run_to_completion(function: Callable[[], T]) -> T:
     return value
 
 
+def _sigint_held() -> bool:
+    """Block SIGINT in this thread; whether it was blocked here (only where the platform has signal masks)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return False
+    return signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def _sigint_released(held: bool) -> None:
+    if held:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _child(function: Callable[[], Any], read_end: int, write_end: int) -> None:  # pragma: no cover - the child
     """Run ``function``, report, and end this process without returning to the caller's stack."""
     me = os.getpid()
     status = 1
     try:
-        # Ctrl-C reaches the whole process group; the parent owns the interrupt and ends this child itself
-        # (``_kill_and_reap``). Raised here too, it came back as the render's answer and the parent raised it
-        # a second time, after it had already reported its own.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _import_lock_released()
         os.close(read_end)
         sys.addaudithook(_exec_noted(write_end, me))
         try:
@@ -151,6 +169,25 @@ def _child(function: Callable[[], Any], read_end: int, write_end: int) -> None: 
         status = 0
     finally:
         os._exit(status)
+
+
+def _import_lock_released() -> None:
+    """Give up the interpreter's import lock where this child inherited it held (it never returns to the frame
+    that would release it: the child ends in ``_child``).
+
+    A fork keeps the lock held in the child when the forking thread held it (CPython's
+    ``_PyImport_ReInitLock``, Python/import.c: "Forked as a side effect of import"). A Ctrl-C landing just
+    after importlib took the lock, in one of its weakref callbacks whose exceptions are printed and swallowed,
+    leaves it held by the main thread for good: the child's worker threads -- the SDK registers from a thread
+    pool, and imports there -- then wait on it forever, and so does the parent waiting on the child.
+    """
+    import _imp
+
+    while _imp.lock_held():
+        try:
+            _imp.release_lock()
+        except RuntimeError:  # held by a thread that no longer exists here: nothing this thread can release
+            return
 
 
 def _exec_noted(write_end: int, me: int) -> Callable[[str, tuple[Any, ...]], None]:
