@@ -184,7 +184,7 @@ def render_stack(
     before_the_fork()
     try:
         with collector_paused():  # the report is unpickled here: a heap that only grows, as the render's was
-            result, imported = run_to_completion(noting_imports(render))
+            result, loaded = run_to_completion(noting_imports(render))
     except ProgramEnded as ended:
         raise program_ended(where, ended.how) from None
     except (ConfigError, StackFileError, StackProgramError):
@@ -197,7 +197,7 @@ def render_stack(
         raise StackProgramError(
             f"{where} registered no resources: there is nothing to render or check; a gpu-fabric stack program "
             f"calls build_stack() (or creates its own resources) and runs to its end")
-    seen(imported)
+    seen(loaded)
     return result
 
 

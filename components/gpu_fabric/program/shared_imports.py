@@ -11,13 +11,22 @@ program module and the components and SDKs it imports) and what earlier renders 
 to import from gpu-fabric and the Pulumi SDKs it registers with. The first render pays its imports in its
 child, as a single-stack command always has; the next ones start with them. Only modules of those packages
 are imported here -- the command's own dependencies, never a module of the team's project.
+
+Likewise the configuration models an earlier render built (:class:`gpu_fabric.config.base.SpecModel` builds its
+validator on first use, pydantic's ``defer_build``): built in a child, they died with it, and every next render
+built them again -- 100 ms of a warm 140 ms render of seed-rdma. They are built here once, before the next fork.
+And the SDK's per-class type hints: Pulumi reads each input, output and resource class's property annotations
+once per process (``functools.cache`` on ``_types_from_py_properties``, pulumi/sdk/python/lib/pulumi/_types.py,
+behind its ``input_type_types``, ``output_type_types`` and ``resource_types``) -- a third of what remained of a
+child's render. The child notes the classes it read, and the parent reads them before the next fork.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, NamedTuple, TypeVar
 
 from gpu_fabric.program.completion import grpc_without_fork_handlers
 
@@ -27,6 +36,23 @@ SHARED_PACKAGES = frozenset({"gpu_fabric", "pulumi", "pulumi_aws", "pulumi_kuber
 """Top-level packages whose modules a render imported are imported again in the parent, for the next render."""
 
 _seen: set[str] = set()
+_seen_models: set[str] = set()
+_seen_sdk_types: set[str] = set()
+
+
+class Loaded(NamedTuple):
+    """What one render's child loaded that the next render's child can start with."""
+
+    modules: list[str]
+    """Modules of :data:`SHARED_PACKAGES` the render imported."""
+    models: list[str]
+    """Configuration models (``module:qualname``) whose validators the render built."""
+    sdk_types: list[str]
+    """The SDKs' classes (``module:qualname``) whose type hints Pulumi read for the render."""
+
+
+_SDK_TYPE_HINTS = "_types_from_py_properties"
+"""Pulumi's per-class cache of property types (pulumi/_types.py); a Pulumi without it is simply not warmed."""
 
 
 def before_the_fork() -> None:
@@ -44,6 +70,85 @@ def before_the_fork() -> None:
             _import_as_the_render_did(name)
         except Exception:  # noqa: BLE001 - left to the child, which imports it where the render needs it
             _seen.discard(name)
+    if _seen_models:
+        _build_models(_seen_models)
+    if _seen_sdk_types:
+        _read_sdk_types(_seen_sdk_types)
+
+
+def _built_models() -> set[str]:
+    """``module:qualname`` of every configuration model class whose validator is built in this process."""
+    base = sys.modules.get("gpu_fabric.config.base")
+    if base is None:
+        return set()
+    built: set[str] = set()
+    pending = list(base.SpecModel.__subclasses__())
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        if model.__dict__.get("__pydantic_complete__", False):
+            built.add(f"{model.__module__}:{model.__qualname__}")
+    return built
+
+
+def _build_models(names: set[str]) -> None:
+    """Build the validators of the named configuration models (their modules are imported by now)."""
+    for name in sorted(names):
+        try:
+            _named_class(name).model_rebuild()
+        except Exception:  # noqa: BLE001 - left to the child, which builds it where the render validates with it
+            names.discard(name)
+
+
+def _read_sdk_types(names: set[str]) -> None:
+    """Have Pulumi read, and cache, the type hints of the named SDK classes (their modules are imported by now)."""
+    from pulumi import _types
+
+    read = getattr(_types, _SDK_TYPE_HINTS, None)
+    if read is None:
+        names.clear()
+        return
+    for name in sorted(names):
+        try:
+            read(_named_class(name))
+        except Exception:  # noqa: BLE001 - left to the child, which reads it where the render registers with it
+            names.discard(name)
+
+
+def _named_class(name: str) -> Any:
+    """The class ``module:qualname`` names, in a module already imported."""
+    module_name, _, qualname = name.partition(":")
+    found: Any = sys.modules[module_name]
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+@contextlib.contextmanager
+def _noting_sdk_types(noted: set[type]) -> Iterator[None]:
+    """Note every class Pulumi reads the type hints of while the block runs (in the child, which never returns)."""
+    from pulumi import _types
+
+    read = getattr(_types, _SDK_TYPE_HINTS, None)
+    if read is None:
+        yield
+        return
+
+    def noting(cls: type) -> Any:
+        noted.add(cls)
+        return read(cls)
+
+    setattr(_types, _SDK_TYPE_HINTS, noting)  # looked up as a module global by the functions that call it
+    try:
+        yield
+    finally:
+        setattr(_types, _SDK_TYPE_HINTS, read)
+
+
+def _class_names(classes: set[type]) -> list[str]:
+    """``module:qualname`` of the classes of :data:`SHARED_PACKAGES` defined at a module's top level or in a class."""
+    return sorted(f"{cls.__module__}:{cls.__qualname__}" for cls in classes
+                  if cls.__module__.split(".")[0] in SHARED_PACKAGES and "<locals>" not in cls.__qualname__)
 
 
 def _import_as_the_render_did(name: str) -> None:
@@ -63,17 +168,28 @@ def _import_as_the_render_did(name: str) -> None:
         importlib.import_module(name)
 
 
-def noting_imports(function: Callable[[], T]) -> Callable[[], tuple[T, list[str]]]:
-    """``function`` returning also the modules of :data:`SHARED_PACKAGES` it imported (run in the child)."""
+def noting_imports(function: Callable[[], T]) -> Callable[[], tuple[T, Loaded]]:
+    """``function`` returning also what it :class:`Loaded` (run in the child)."""
 
-    def noted() -> tuple[T, list[str]]:
-        known = set(sys.modules)
-        value = function()
-        return value, sorted(name for name in set(sys.modules) - known if name.split(".")[0] in SHARED_PACKAGES)
+    def noted() -> tuple[T, Loaded]:
+        known, built = set(sys.modules), _built_models()
+        sdk_types: set[type] = set()
+        with _noting_sdk_types(sdk_types):
+            value = function()
+        modules = sorted(name for name in set(sys.modules) - known if name.split(".")[0] in SHARED_PACKAGES)
+        return value, Loaded(modules, sorted(_built_models() - built), _class_names(sdk_types))
 
     return noted
 
 
-def seen(names: Any) -> None:
-    """Remember what a render's child imported, for :func:`before_the_fork` of the next render."""
-    _seen.update(name for name in names if isinstance(name, str) and name.split(".")[0] in SHARED_PACKAGES)
+def seen(loaded: Any) -> None:
+    """Remember what a render's child loaded, for :func:`before_the_fork` of the next render.
+
+    Read from the child's report: only names of gpu-fabric's and the SDKs' modules are kept."""
+    if not isinstance(loaded, Loaded):
+        return
+    _seen.update(name for name in loaded.modules if isinstance(name, str) and name.split(".")[0] in SHARED_PACKAGES)
+    _seen_models.update(name for name in loaded.models
+                        if isinstance(name, str) and name.partition(":")[0].split(".")[0] == "gpu_fabric")
+    _seen_sdk_types.update(name for name in loaded.sdk_types
+                           if isinstance(name, str) and name.partition(":")[0].split(".")[0] in SHARED_PACKAGES)
