@@ -314,3 +314,24 @@ def test_a_second_render_starts_with_the_models_and_type_hints_the_first_built()
     outcome = subprocess.run([sys.executable, "-c", WARMED.format(project=str(PROJECT_DIR))], capture_output=True,
                              text=True, timeout=300, env=ENV)
     assert outcome.returncode == 0, outcome.stderr
+
+
+def test_names_in_a_childs_report_that_are_no_model_or_class_are_dropped_not_called():
+    # The child runs the team's program, which could write anything in its report: the parent only builds
+    # gpu-fabric's configuration models and reads the SDKs' classes it names.
+    from gpu_fabric.program import shared_imports
+
+    saved = (set(shared_imports._seen_models), set(shared_imports._seen_sdk_types))
+    forged = shared_imports.Loaded([], ["gpu_fabric.program.shared_imports:sys", "gpu_fabric.config.base:Finding"],
+                                   ["pulumi:log.warn", "os:system"])
+    try:
+        shared_imports.seen(forged)
+        assert "os:system" not in shared_imports._seen_sdk_types  # not an SDK's module: never kept
+        shared_imports.before_the_fork()
+        assert not {"gpu_fabric.program.shared_imports:sys", "gpu_fabric.config.base:Finding"} & shared_imports._seen_models
+        assert "pulumi:log.warn" not in shared_imports._seen_sdk_types
+    finally:
+        shared_imports._seen_models.clear()
+        shared_imports._seen_models.update(saved[0])
+        shared_imports._seen_sdk_types.clear()
+        shared_imports._seen_sdk_types.update(saved[1])

@@ -93,9 +93,14 @@ def _built_models() -> set[str]:
 
 def _build_models(names: set[str]) -> None:
     """Build the validators of the named configuration models (their modules are imported by now)."""
+    from gpu_fabric.config.base import SpecModel
+
     for name in sorted(names):
         try:
-            _named_class(name).model_rebuild()
+            model = _named_class(name)
+            if not issubclass(model, SpecModel):  # the child's report names only these; anything else is not read
+                raise TypeError(name)
+            model.model_rebuild()
         except Exception:  # noqa: BLE001 - left to the child, which builds it where the render validates with it
             names.discard(name)
 
@@ -115,12 +120,14 @@ def _read_sdk_types(names: set[str]) -> None:
             names.discard(name)
 
 
-def _named_class(name: str) -> Any:
-    """The class ``module:qualname`` names, in a module already imported."""
+def _named_class(name: str) -> type:
+    """The class ``module:qualname`` names, in a module already imported; ``TypeError`` for anything else."""
     module_name, _, qualname = name.partition(":")
     found: Any = sys.modules[module_name]
     for part in qualname.split("."):
         found = getattr(found, part)
+    if not isinstance(found, type):
+        raise TypeError(f"{name} is not a class")
     return found
 
 
