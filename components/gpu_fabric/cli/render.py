@@ -121,12 +121,12 @@ def _named_operators(result) -> list[str]:
 
 def manifest_text(manifest: dict[str, Any]) -> str:
     """YAML of one manifest: ``apiVersion``, ``kind``, ``metadata``, ``spec`` first, then sorted keys."""
-    import yaml  # here, not at module level: ``gpu-fabric --help`` registers this command
+    from gpu_fabric.cli.yaml_text import yaml_text  # here, not at module level: ``gpu-fabric --help`` registers this command
 
     head = ("apiVersion", "kind", "metadata", "spec")
     ordered = {key: manifest[key] for key in head if key in manifest}
     ordered.update({key: manifest[key] for key in sorted(manifest) if key not in head})
-    return yaml.safe_dump(_sorted(ordered, top=True), sort_keys=False, default_flow_style=False, width=120)
+    return yaml_text(_sorted(ordered, top=True))
 
 
 def _sorted(value: Any, top: bool = False) -> Any:
