@@ -252,12 +252,13 @@ def test_diff_never_renders_the_base_again_in_its_own_process_when_the_worker_di
 SECOND_RENDER = """
 import sys
 from gpu_fabric.program.render import render_stack
-render_stack("aws-efa", {project!r})
-assert "pulumi_aws.ec2" not in sys.modules  # the child imported it; this process did not
+render_stack("seed-rdma", {project!r})
+assert "pulumi_kubernetes.coordination.v1.Lease" not in sys.modules  # the child imported it; this process did not
 dra = render_stack("dra-efa", {project!r})  # imports here first what the first render's child imported
 import pulumi_kubernetes
-assert "pulumi_aws.ec2" in sys.modules and "gpu_fabric.resources.efa_node_group" in sys.modules
-assert isinstance(pulumi_kubernetes.apiextensions.CustomResource, type)  # the class, not its module
+assert "pulumi_kubernetes.coordination.v1.Lease" in sys.modules and "gpu_fabric.kubelet_agent" in sys.modules
+assert isinstance(pulumi_kubernetes.coordination.v1.Lease, type)  # the class, not its module
+assert isinstance(pulumi_kubernetes.apiextensions.CustomResource, type)
 print(len(dra.resources))
 """
 
@@ -335,3 +336,29 @@ def test_names_in_a_childs_report_that_are_no_model_or_class_are_dropped_not_cal
         shared_imports._seen_models.update(saved[0])
         shared_imports._seen_sdk_types.clear()
         shared_imports._seen_sdk_types.update(saved[1])
+
+
+EXPECTED = """
+import sys
+import gpu_fabric.program.render as render
+loaded = []
+render.seen = lambda what: loaded.append(what)
+render.render_stack({stack!r}, {project!r})
+print(" ".join(loaded[0].modules))
+print("pulumi_aws" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("stack, aws", [("aws-efa", True), ("karpenter-efa", True), ("seed-rdma", False)])
+def test_the_first_render_starts_with_what_its_configuration_shows_it_imports(stack, aws):
+    # `check` of the four example stacks imported Pulumi's AWS SDK twice: in the first render's child, then here.
+    from gpu_fabric.program.shared_imports import KUBERNETES_MODULES
+    from gpu_fabric.resources.fabric import AWS_POOL_MODULES
+
+    outcome = subprocess.run([sys.executable, "-c", EXPECTED.format(stack=stack, project=str(PROJECT_DIR))],
+                             capture_output=True, text=True, timeout=300, env=ENV)
+    assert outcome.returncode == 0, outcome.stderr
+    child_imported, parent_has_aws = outcome.stdout.splitlines()
+    expected = KUBERNETES_MODULES + (AWS_POOL_MODULES if aws else ())
+    assert not [name for name in child_imported.split() if name.startswith(expected)], child_imported
+    assert parent_has_aws == str(aws)  # a stack without AWS pools never imports the AWS SDK

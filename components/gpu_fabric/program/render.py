@@ -33,7 +33,7 @@ from gpu_fabric.program.completion import ProgramEnded, run_to_completion
 from gpu_fabric.program.isolation import stdout_to_stderr
 from gpu_fabric.program.project import DEFAULT_PROJECT_NAME, ProjectError, read_project
 from gpu_fabric.program.rendered import RenderedResource, RenderResult, plain_value
-from gpu_fabric.program.shared_imports import before_the_fork, noting_imports, seen
+from gpu_fabric.program.shared_imports import before_the_fork, expect, noting_imports, seen
 
 PROJECT_NAME = DEFAULT_PROJECT_NAME
 """The project name of a folder without ``Pulumi.yaml`` (this repository's own); see :mod:`gpu_fabric.program.project`."""
@@ -181,6 +181,7 @@ def render_stack(
         # A caller's harness (tests, benchmarks) is the caller's own code: it runs in the caller's process,
         # where what it records stays visible.
         return render()
+    expect(values)
     before_the_fork()
     try:
         with collector_paused():  # the report is unpickled here: a heap that only grows, as the render's was

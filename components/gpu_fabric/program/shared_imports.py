@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import sys
-from typing import Any, Callable, Iterator, NamedTuple, TypeVar
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, TypeVar
 
 from gpu_fabric.program.completion import grpc_without_fork_handlers
 
@@ -55,12 +55,35 @@ _SDK_TYPE_HINTS = "_types_from_py_properties"
 """Pulumi's per-class cache of property types (pulumi/_types.py); a Pulumi without it is simply not warmed."""
 
 
+KUBERNETES_MODULES = (
+    "pulumi_kubernetes.core.v1", "pulumi_kubernetes.meta.v1", "pulumi_kubernetes.apiextensions.v1",
+    "pulumi_kubernetes.apiextensions.CustomResource", "pulumi_kubernetes.apiextensions.CustomResourcePatch",
+)
+"""The Kubernetes SDK's modules every gpu-fabric stack registers with (namespaces, device plugins, operator objects)."""
+
+
+def expect(config: Mapping[str, Any]) -> None:
+    """Before the first render of a stack: what its configuration shows the render will import.
+
+    The first render's child would import them, and the parent after it for the next: ``check`` of the four example
+    stacks imported Pulumi's AWS SDK twice. A stack with a pool on AWS nodes gets the AWS components
+    (:data:`gpu_fabric.resources.fabric.AWS_POOL_MODULES`); a stack without one never imports them.
+    """
+    _seen.update(KUBERNETES_MODULES)
+    pools = config.get("gpu-fabric:pools")
+    if isinstance(pools, list) and any(isinstance(pool, dict) and "aws" in pool for pool in pools):
+        from gpu_fabric.resources.fabric import AWS_POOL_MODULES
+
+        _seen.update(AWS_POOL_MODULES)
+
+
 def before_the_fork() -> None:
     """Import what every render needs, and what earlier renders of this process imported, here."""
     grpc_without_fork_handlers()  # before Pulumi imports gRPC: see there
     import pulumi.runtime.mocks  # noqa: F401
     import pulumi.runtime.stack  # noqa: F401
 
+    import gpu_fabric.gpustack.privilege_rules  # noqa: F401 - every render's operator objects are judged with it
     import gpu_fabric.program.mocks  # noqa: F401
     import gpu_fabric.program.stack  # noqa: F401
     import gpu_fabric.program.urn  # noqa: F401
@@ -173,6 +196,7 @@ def _import_as_the_render_did(name: str) -> None:
         getattr(importlib.import_module(package), "__all__", None)
     if name not in sys.modules:
         importlib.import_module(name)
+    getattr(sys.modules[name], "__all__", None)  # a lazy module loads on its first attribute, as the render's did
 
 
 def noting_imports(function: Callable[[], T]) -> Callable[[], tuple[T, Loaded]]:

@@ -45,6 +45,13 @@ if TYPE_CHECKING:
 
 # The AWS components (and so pulumi_aws.ec2, some 350 modules) are imported only when a pool has AWS
 # nodes: a stack without one renders without them (tests/test_startup_imports.py).
+AWS_POOL_MODULES = (
+    "gpu_fabric.aws.user_data", "gpu_fabric.resources.efa_domain", "gpu_fabric.resources.efa_network",
+    "gpu_fabric.resources.efa_node_group", "gpu_fabric.resources.karpenter_pool",
+    "pulumi_aws.ec2", "pulumi_aws.eks", "pulumi_aws.iam", "pulumi_aws.vpc",
+)
+"""What the fabric imports for a pool with AWS nodes, gpu-fabric's and the SDK's: a command imports them before it
+forks a render of such a stack (:func:`gpu_fabric.program.shared_imports.expect`)."""
 
 
 class TolerationArgs(TypedDict, total=False):
