@@ -56,7 +56,7 @@ _SDK_TYPE_HINTS = "_types_from_py_properties"
 
 
 KUBERNETES_MODULES = (
-    "pulumi_kubernetes.core.v1", "pulumi_kubernetes.meta.v1", "pulumi_kubernetes.apiextensions.v1",
+    "pulumi_kubernetes.core.v1", "pulumi_kubernetes.meta.v1",
     "pulumi_kubernetes.apiextensions.CustomResource", "pulumi_kubernetes.apiextensions.CustomResourcePatch",
 )
 """The Kubernetes SDK's modules every gpu-fabric stack registers with (namespaces, device plugins, operator objects)."""
