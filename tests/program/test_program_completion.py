@@ -39,6 +39,11 @@ def run(name: str, folder: Path) -> subprocess.CompletedProcess:
     return subprocess.run(command(name, folder), capture_output=True, text=True, timeout=300, env=ENV)
 
 
+def python_code(code: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``python -c code`` in a process of its own (a render there starts from nothing), its output captured."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
 def refused(outcome: subprocess.CompletedProcess, program: Path, how: str) -> None:
     """Exit 2, one line on stderr naming the program and how its process ended, nothing on stdout."""
     assert outcome.returncode == 2, outcome.stdout + outcome.stderr
@@ -267,8 +272,7 @@ def test_a_second_render_starts_with_what_the_first_imported_and_renders_the_sam
     # Each render's child imported the AWS SDK again (480 modules): `check` of four stacks took twice the CPU.
     from gpu_fabric.program.render import render_stack
 
-    outcome = subprocess.run([sys.executable, "-c", SECOND_RENDER.format(project=str(PROJECT_DIR))],
-                             capture_output=True, text=True, timeout=300, env=ENV)
+    outcome = python_code(SECOND_RENDER.format(project=str(PROJECT_DIR)))
     assert outcome.returncode == 0, outcome.stderr
     assert int(outcome.stdout) == len(render_stack("dra-efa", PROJECT_DIR).resources)
 
@@ -286,8 +290,7 @@ def test_a_render_forked_while_this_process_holds_the_import_lock_completes():
     # the SDK's registering threads, which import, waited on it forever (`gpu-fabric diff` hung after a Ctrl-C).
     from gpu_fabric.program.render import render_stack
 
-    outcome = subprocess.run([sys.executable, "-c", HELD_IMPORT_LOCK.format(project=str(PROJECT_DIR))],
-                             capture_output=True, text=True, timeout=120, env=ENV)
+    outcome = python_code(HELD_IMPORT_LOCK.format(project=str(PROJECT_DIR)), timeout=120)
     assert outcome.returncode == 0, outcome.stderr
     assert int(outcome.stdout) == len(render_stack("seed-rdma", PROJECT_DIR).resources)
 
@@ -312,8 +315,7 @@ assert [r.inputs for r in first.resources] == [r.inputs for r in second.resource
 def test_a_second_render_starts_with_the_models_and_type_hints_the_first_built():
     # Built in a child, they died with it: every render built ~10 configuration models and read the SDK's type
     # hints again (a warm render of seed-rdma 140 ms, 85 ms since).
-    outcome = subprocess.run([sys.executable, "-c", WARMED.format(project=str(PROJECT_DIR))], capture_output=True,
-                             text=True, timeout=300, env=ENV)
+    outcome = python_code(WARMED.format(project=str(PROJECT_DIR)))
     assert outcome.returncode == 0, outcome.stderr
 
 
@@ -355,8 +357,7 @@ def test_the_first_render_starts_with_what_its_configuration_shows_it_imports(st
     from gpu_fabric.program.shared_imports import KUBERNETES_MODULES
     from gpu_fabric.resources.fabric import AWS_POOL_MODULES
 
-    outcome = subprocess.run([sys.executable, "-c", EXPECTED.format(stack=stack, project=str(PROJECT_DIR))],
-                             capture_output=True, text=True, timeout=300, env=ENV)
+    outcome = python_code(EXPECTED.format(stack=stack, project=str(PROJECT_DIR)))
     assert outcome.returncode == 0, outcome.stderr
     child_imported, parent_has_aws = outcome.stdout.splitlines()
     expected = KUBERNETES_MODULES + (AWS_POOL_MODULES if aws else ())

@@ -219,8 +219,10 @@ def seen(loaded: Any) -> None:
     Read from the child's report: only names of gpu-fabric's and the SDKs' modules are kept."""
     if not isinstance(loaded, Loaded):
         return
-    _seen.update(name for name in loaded.modules if isinstance(name, str) and name.split(".")[0] in SHARED_PACKAGES)
-    _seen_models.update(name for name in loaded.models
-                        if isinstance(name, str) and name.partition(":")[0].split(".")[0] == "gpu_fabric")
-    _seen_sdk_types.update(name for name in loaded.sdk_types
-                           if isinstance(name, str) and name.partition(":")[0].split(".")[0] in SHARED_PACKAGES)
+
+    def in_packages(names: Any, packages: frozenset[str]) -> list[str]:
+        return [name for name in names if isinstance(name, str) and name.split(":")[0].split(".")[0] in packages]
+
+    _seen.update(in_packages(loaded.modules, SHARED_PACKAGES))
+    _seen_models.update(in_packages(loaded.models, frozenset({"gpu_fabric"})))
+    _seen_sdk_types.update(in_packages(loaded.sdk_types, SHARED_PACKAGES))
