@@ -8,7 +8,8 @@ change the files, and a machine without libyaml would write others.
 Both emitters share the representer (what each value becomes: ``SafeRepresenter``) and the same rules for a
 scalar's style; they differ only in how they break a scalar across lines. A document none of whose lines can
 reach the width -- every key and string short, single-line, printable ASCII -- is broken by neither, so it is
-written by libyaml; any other document by the pure-Python emitter, as before. tests/cli/test_yaml_text.py holds
+written by libyaml; any other document by the pure-Python emitter, its scalars written a run of characters at a
+time (:mod:`gpu_fabric.cli.yaml_scalars`: the node agent's 70 KB ConfigMap took 40 ms character by character). tests/cli/test_yaml_text.py holds
 the two to the same bytes on every example stack, the fleet and generated documents.
 """
 
@@ -27,7 +28,12 @@ _FAST_DUMPER: Any = getattr(yaml, "CSafeDumper", None)
 
 def yaml_text(document: Any) -> str:
     """``yaml.safe_dump(document, sort_keys=False, default_flow_style=False, width=WIDTH)``, byte for byte."""
-    dumper = _FAST_DUMPER if _FAST_DUMPER is not None and _unfolded(document, 0) else yaml.SafeDumper
+    if _FAST_DUMPER is not None and _unfolded(document, 0):
+        dumper = _FAST_DUMPER
+    else:
+        from gpu_fabric.cli.yaml_scalars import RunWiseSafeDumper
+
+        dumper = RunWiseSafeDumper
     return yaml.dump(document, Dumper=dumper, sort_keys=False, default_flow_style=False, width=WIDTH)
 
 
