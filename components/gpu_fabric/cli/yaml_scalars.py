@@ -18,6 +18,7 @@ output, character classes included, on generated scalars at many widths and inde
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -37,10 +38,17 @@ _BREAK_SPACE = re.compile(r"[\n\x85\u2028\u2029] ")
 _SPACE_BREAK = re.compile(r" [\n\x85\u2028\u2029]")
 # Not a line feed and not printable ASCII; with allow_unicode, also none of the characters it allows.
 _SPECIAL = re.compile(r"[^\n\x20-\x7e]")
-_SPECIAL_WITH_UNICODE = re.compile("[^\n\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010fffe]")
 # write_double_quoted escapes these (and, without allow_unicode, anything past printable ASCII).
 _ESCAPED = re.compile(r'["\\]|[^\x20-\x7e]')
-_ESCAPED_WITH_UNICODE = re.compile('["\\\\\x85\u2028\u2029\ufeff]|[^\x20-\x7e\xa0-\ud7ff\ue000-\ufffd]')
+
+
+@functools.cache
+def _with_unicode() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """``_SPECIAL`` and ``_ESCAPED`` for ``allow_unicode``, which ``render`` never asks for: compiled on first use
+    (their ranges take the regular expression compiler 9 ms)."""
+    return (re.compile("[^\n\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010fffe]"),
+            re.compile('["\\\\\x85\u2028\u2029\ufeff]|[^\x20-\x7e\xa0-\ud7ff\ue000-\ufffd]'))
+
 # A single-quoted or plain scalar's runs: spaces, line breaks, and everything else.
 _RUNS = re.compile(r"( +)|([\n\x85\u2028\u2029]+)|([^ \n\x85\u2028\u2029]+)")
 
@@ -64,7 +72,7 @@ class RunWiseSafeDumper(yaml.SafeDumper):
         if _INNER_BLOCK_COLON.search(scalar, 1) or _INNER_BLOCK_HASH.search(scalar):
             flow_indicators = block_indicators = True
         line_breaks = _LINE_BREAK.search(scalar) is not None
-        special_characters = (_SPECIAL_WITH_UNICODE if self.allow_unicode else _SPECIAL).search(scalar) is not None
+        special_characters = (_with_unicode()[0] if self.allow_unicode else _SPECIAL).search(scalar) is not None
         leading = first == " " or first in _BREAKS
         trailing_space = scalar[-1] == " "
         trailing = trailing_space or scalar[-1] in _BREAKS
@@ -150,7 +158,7 @@ class RunWiseSafeDumper(yaml.SafeDumper):
         if self.encoding:
             return super().write_double_quoted(text, split)
         self.write_indicator('"', True)
-        escaped = [m.start() for m in (_ESCAPED_WITH_UNICODE if self.allow_unicode else _ESCAPED).finditer(text)]
+        escaped = [m.start() for m in (_with_unicode()[1] if self.allow_unicode else _ESCAPED).finditer(text)]
         escaped.append(len(text))  # PyYAML's loop ends on a position past the text, which flushes what is left
         last_fold = len(text) - 1  # a fold happens at 0 < position < len(text) - 1
         start = end = 0
