@@ -10,9 +10,10 @@ answers the engine's handshake (:mod:`gpu_fabric.policies.served_pack`), and
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pulumi_policy.policy as _analyzer_module
 from google.protobuf import json_format as _json_format
@@ -21,7 +22,7 @@ from pulumi_policy.policy import _PolicyAnalyzerServicer
 
 from gpu_fabric.interpreter.collector import collector_paused
 
-__all__ = ["CallScope", "current_scope", "decode_non_finite_numbers", "share_decoding_per_call"]
+__all__ = ["CallScope", "call_scope", "current_scope", "decode_non_finite_numbers", "share_decoding_per_call"]
 
 
 class CallScope:
@@ -55,6 +56,20 @@ _calls = threading.local()
 
 def current_scope() -> Optional[CallScope]:
     return getattr(_calls, "scope", None)
+
+
+@contextlib.contextmanager
+def call_scope() -> Iterator[CallScope]:
+    """A :class:`CallScope` for this thread while the block runs (the one already open, inside another)."""
+    scope = current_scope()
+    if scope is not None:
+        yield scope
+        return
+    _calls.scope = scope = CallScope()
+    try:
+        yield scope
+    finally:
+        _calls.scope = None
 
 
 def _one_decoding_per_call(method: Callable[..., Any]) -> Callable[..., Any]:

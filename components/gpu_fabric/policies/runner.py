@@ -9,6 +9,7 @@ unknown-checking proxy, and parents linked as ``PolicyResource`` objects.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence
@@ -25,6 +26,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from gpu_fabric.policies.analyzer_calls import call_scope
 from gpu_fabric.policies.engine_wire import NotApplicableError, UnknownValueError, proxied
 from gpu_fabric.plan.resource_view import Resource
 
@@ -118,12 +120,40 @@ class NotApplicable:
     urn: str
 
 
+class _SharedArguments:
+    """What :func:`run_policies` hands every policy of one run, made once: the analyzer's way within one call.
+
+    The pack's servicer shares one decoding of a request among the policies of the call
+    (:mod:`gpu_fabric.policies.analyzer_calls`); built per policy here, ``check`` copied every resource's props
+    once for each of the pack's stack policies and each resource policy. Policies only read what they are handed.
+    """
+
+    def __init__(self, resources: Sequence[Resource]) -> None:
+        self.resources = resources
+        self._stack: Optional[list[PolicyResource]] = None
+        self._props: dict[int, Any] = {}
+
+    def stack(self, config: Optional[Mapping[str, Any]]) -> StackValidationArgs:
+        if self._stack is None:
+            self._stack = stack_args(self.resources).resources
+        return StackValidationArgs(self._stack, config)
+
+    def resource(self, index: int, config: Optional[Mapping[str, Any]]) -> ResourceValidationArgs:
+        resource = self.resources[index]
+        if index not in self._props:
+            self._props[index] = proxied(_copy(resource.props))
+        return ResourceValidationArgs(resource.type, self._props[index], resource.urn, resource.name,
+                                      options(resource.parent), None, config)
+
+
 def run_policy(
     policy: Policy,
     resources: Sequence[Resource],
     config: Optional[Mapping[str, Any]] = None,
     default_enforcement: EnforcementLevel = EnforcementLevel.MANDATORY,
     not_applicable: Optional[list[NotApplicable]] = None,
+    *,
+    shared: Optional[_SharedArguments] = None,
 ) -> list[Violation]:
     """Every violation ``policy`` reports over ``resources`` (each resource, or the stack once).
 
@@ -135,6 +165,7 @@ def run_policy(
     enforcement = _enforcement(policy, default_enforcement)
     if enforcement == EnforcementLevel.DISABLED:
         return []
+    arguments = shared if shared is not None else _SharedArguments(resources)
     found: list[Violation] = []
 
     def reporter(default_urn: str, fixed: bool):
@@ -157,11 +188,11 @@ def run_policy(
                                    f"policy failed: {type(error).__name__}: {error}", default_urn))
 
     if isinstance(policy, ResourceValidationPolicy):
-        for resource in resources:
-            resource_validation = resource_args(resource, config)
+        for index, resource in enumerate(resources):
+            resource_validation = arguments.resource(index, config)
             attempt(lambda: _settle(policy.validate(resource_validation, reporter(resource.urn, True))), resource.urn)
     elif isinstance(policy, StackValidationPolicy):
-        stack_validation = stack_args(resources, config)
+        stack_validation = arguments.stack(config)
         attempt(lambda: _settle(policy.validate(stack_validation, reporter("", False))), "")
     return found
 
@@ -172,8 +203,17 @@ def run_policies(
     config: Optional[Mapping[str, Mapping[str, Any]]] = None,
     not_applicable: Optional[list[NotApplicable]] = None,
 ) -> list[Violation]:
-    """Every violation of every policy; ``config`` maps policy names to their configuration."""
+    """Every violation of every policy; ``config`` maps policy names to their configuration.
+
+    As in one analyzer call, the policies share what they are handed (:class:`_SharedArguments`) and, where every
+    resource has a URN of its own, the plain resources they decode from it (an analyzer call's scope,
+    :func:`gpu_fabric.policies.analyzer_calls.call_scope`).
+    """
+    shared = _SharedArguments(resources)
+    unique_urns = len({resource.urn for resource in resources}) == len(resources)
     violations: list[Violation] = []
-    for policy in policies:
-        violations.extend(run_policy(policy, resources, (config or {}).get(policy.name), not_applicable=not_applicable))
+    with call_scope() if unique_urns else contextlib.nullcontext():
+        for policy in policies:
+            violations.extend(run_policy(policy, resources, (config or {}).get(policy.name),
+                                         not_applicable=not_applicable, shared=shared))
     return violations
