@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import runpy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -125,7 +126,11 @@ def _pack_resources(case: Case, folder: Path) -> list:
     from support.policy_helpers import k8s, replace_props
 
     project = project_of(case, folder)
-    resources = [r.policy_resource() for r in render_stack(STACK, project).resources]
+    # What the pack judges is built here, not judged: the stack program runs in this process (a harness), not in a
+    # forked child as the CLI surfaces run it -- the same resources, without a fork of this large test process.
+    program = str(project / "stacks" / "__main__.py")
+    rendered = render_stack(STACK, project, program=lambda: runpy.run_path(program, run_name="__main__"))
+    resources = [r.policy_resource() for r in rendered.resources]
     resources += [k8s(dict(manifest), name=f"team-{i}") for i, manifest in enumerate(case.manifests)]
     for edit in case.resources:
         resources = _edited(resources, edit, replace_props)
