@@ -60,8 +60,8 @@ class SpecModel(BaseModel):
 # pydantic/_internal/_decorators.py): 634 times for this one over the configuration models, 5 of the 55 ms of a
 # process's first load_config. Kept on the function, its signature is read back at once (``inspect.signature``
 # returns a function's ``__signature__``).
-setattr(SpecModel.__dict__["_json_types_only"].__func__, "__signature__",
-        inspect.signature(SpecModel.__dict__["_json_types_only"].__func__))
+_JSON_TYPES_ONLY = SpecModel.__dict__["_json_types_only"].__func__
+setattr(_JSON_TYPES_ONLY, "__signature__", inspect.signature(_JSON_TYPES_ONLY))
 
 
 def _type_options(annotation: Any) -> tuple[Any, ...]:

@@ -75,17 +75,13 @@ def call_scope() -> Iterator[CallScope]:
 def _one_decoding_per_call(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def call(self: Any, request: Any, context: Any) -> Any:
-        _calls.scope = CallScope()
-        try:
-            # The call's decoding allocates a dict per property of every resource, and the cyclic collector's
-            # full passes walk the whole heap: with it running, AnalyzeStack of a 8,723-resource fleet took
-            # 17.1 s CPU against 2.5 s for 2,219 (6.9x for 3.9x the resources), with it paused 6.1 s against
-            # 1.3 s (benchmarks/engine_preview.py --pack-calls). Policies make no garbage cycles worth
-            # collecting mid-call; the collector runs again on its own schedule when the call ends.
-            with collector_paused():
-                return method(self, request, context)
-        finally:
-            _calls.scope = None
+        # The call's decoding allocates a dict per property of every resource, and the cyclic collector's
+        # full passes walk the whole heap: with it running, AnalyzeStack of a 8,723-resource fleet took
+        # 17.1 s CPU against 2.5 s for 2,219 (6.9x for 3.9x the resources), with it paused 6.1 s against
+        # 1.3 s (benchmarks/engine_preview.py --pack-calls). Policies make no garbage cycles worth
+        # collecting mid-call; the collector runs again on its own schedule when the call ends.
+        with call_scope(), collector_paused():
+            return method(self, request, context)
 
     call.__wrapped_by_gpu_fabric__ = True  # type: ignore[attr-defined]
     return call

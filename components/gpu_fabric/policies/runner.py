@@ -54,7 +54,10 @@ def options(parent: str = "") -> PolicyResourceOptions:
 
 def resource_args(resource: Resource, config: Optional[Mapping[str, Any]] = None) -> ResourceValidationArgs:
     """``ResourceValidationArgs`` of one resource (props proxied as in ``Analyze``)."""
-    props = proxied(_copy(resource.props))
+    return _resource_validation(resource, proxied(_copy(resource.props)), config)
+
+
+def _resource_validation(resource: Resource, props: Any, config: Optional[Mapping[str, Any]]) -> ResourceValidationArgs:
     return ResourceValidationArgs(resource.type, props, resource.urn, resource.name, options(resource.parent), None, config)
 
 
@@ -142,8 +145,7 @@ class _SharedArguments:
         resource = self.resources[index]
         if index not in self._props:
             self._props[index] = proxied(_copy(resource.props))
-        return ResourceValidationArgs(resource.type, self._props[index], resource.urn, resource.name,
-                                      options(resource.parent), None, config)
+        return _resource_validation(resource, self._props[index], config)
 
 
 def run_policy(
