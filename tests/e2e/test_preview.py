@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -83,3 +85,34 @@ def test_a_binary_value_in_the_stack_file_fails_the_preview_as_render_refuses_it
     assert f"{config_file.name}: {refusal}" in output, output_of(done)
     assert "Traceback" not in output, output_of(done)
     assert "gpu-fabric:index:GpuFabric" not in output, output_of(done)  # nothing registered
+
+
+
+def _decided(preview_json: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """What a ``pulumi preview --json`` decided: each step's operation and URN, and its diagnostics (policy
+    violations among them)."""
+    document = json.loads(preview_json)
+    steps = sorted((step["op"], step["urn"]) for step in document.get("steps", []))
+    return steps, sorted(json.dumps(diagnostic, sort_keys=True) for diagnostic in document.get("diagnostics", []))
+
+
+def test_the_ci_helpers_preview_skips_checkpoints_and_decides_as_a_plain_preview(workspace: PulumiWorkspace,
+                                                                               tmp_path: Path):
+    """``examples/ci/gpu_fabric_pr.py preview`` runs the engine with ``PULUMI_SKIP_CHECKPOINTS=true`` (a preview persists
+    nothing; the per-step snapshots cost the square of the resources): the same steps and the same diagnostics as
+    ``pulumi preview --json --policy-pack`` run as the engine runs it by default."""
+    workspace.stack_init("seed-rdma")
+    pack = str(workspace.project / "policy")
+    assert "PULUMI_SKIP_CHECKPOINTS" not in workspace.env
+    plain = workspace.pulumi("preview", "--stack", "seed-rdma", "--json", "--policy-pack", pack)
+    helper = subprocess.run([sys.executable, str(ROOT / "examples" / "ci" / "gpu_fabric_pr.py"), "preview",
+                             "--stack", "seed-rdma", "--project", str(workspace.project), "--out", str(tmp_path),
+                             "--policy-pack", pack], capture_output=True, text=True, env=workspace.env, timeout=600)
+    assert plain.returncode == 0 and helper.returncode == 0, output_of(plain) + output_of(helper)
+    decided = _decided((tmp_path / "seed-rdma.preview.json").read_text())
+    assert decided == _decided(plain.stdout), output_of(helper)
+    steps, diagnostics = decided
+    created = {urn.rsplit("::", 1)[0].rsplit("$", 1)[-1] for op, urn in steps if op == "create"}
+    assert {"kubernetes:apps/v1:DaemonSet", "gpu-fabric:index:KueuePool", "gpu-fabric:index:ModelDeployment"} <= created, steps
+    assert not diagnostics, diagnostics
+    assert "pulumi preview exit 0" in helper.stdout, output_of(helper)

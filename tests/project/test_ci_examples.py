@@ -213,6 +213,8 @@ def fake_pulumi(tmp_path: Path, exit_code: int) -> str:
     script.write_text(
         "import sys, pathlib\n"
         f"assert '--json' in sys.argv and '--policy-pack' in sys.argv\n"
+        "import os\n"
+        f"pathlib.Path({str(tmp_path / 'skip_checkpoints')!r}).write_text(os.environ.get('PULUMI_SKIP_CHECKPOINTS', '(unset)'))\n"
         f"sys.stdout.write(pathlib.Path({str(PREVIEW_FIXTURE)!r}).read_text())\n"
         f"sys.stderr.write('policy violations: 1 mandatory\\n')\n"
         f"sys.exit({exit_code})\n")
@@ -231,6 +233,21 @@ def test_preview_renders_pulumis_json_into_the_same_comment(repo, tmp_path, exit
     assert "From `pulumi preview --json`" in body and "replaced because `capacityType` changed" in body
     assert ("pulumi preview: **failed**" in body) is (exit_code != 0)
     assert json.loads((out / "aws-efa.preview.json").read_text())["changeSummary"]["replace"] == 1
+
+
+@pytest.mark.parametrize("jobs_own, engine_sees", [(None, "true"), ("false", "false")])
+def test_preview_skips_the_engines_per_step_checkpoints_unless_the_job_says_otherwise(repo, tmp_path, monkeypatch,
+                                                                                      jobs_own, engine_sees):
+    # A preview persists nothing, yet the engine serializes the whole deployment after every step unless
+    # PULUMI_SKIP_CHECKPOINTS is set (gpu_fabric_pr.preview_environment): 150 s against 49 s for a fleet.
+    monkeypatch.delenv("PULUMI_SKIP_CHECKPOINTS", raising=False)
+    env = {"PULUMI": fake_pulumi(tmp_path, 0)}
+    if jobs_own is not None:
+        env["PULUMI_SKIP_CHECKPOINTS"] = jobs_own
+    run = run_script("preview", "--stack", "aws-efa", "--project", str(repo), "--out", str(tmp_path / "comments"),
+                     env=env)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "skip_checkpoints").read_text() == engine_sees
 
 
 def test_package_workflow_builds_the_wheel_and_runs_the_readmes_render_and_check_from_it():
