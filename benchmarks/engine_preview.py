@@ -42,6 +42,12 @@ load 2.4). The fleet at 1x, load 5-11 (so CPU is the figure): plain 226 s CPU, w
 floor 241 s; gpu-fabric's program 228 s CPU against the bare program's 193 s (1.18x; wall 1.02x). In process
 (``--pack-calls``): the pack's calls for 2,219 resources 1.2 s CPU, for 8,723 5.4 s (4.47x for 3.93x the
 resources), where they were 3.2 s and 18.0 s before the collector pause and the shared proxies.
+
+With ``--fleet`` the fleet's previews also run with ``PULUMI_SKIP_CHECKPOINTS=true``, as examples/ci/gpu_fabric_pr.py
+runs them (docs/real-engine.md, "Where a fleet's preview spends its time"). One run, 2026-12-06, load 2-4:
+plain preview 155.9 s with the per-step checkpoints and 49.7 s without them (3.13x). Without them, the pack
+took 53.6 s (1.08x) and the floor pack 54.4 s (1.09x). gpu-fabric's program against the bare program: 1.16x.
+``--no-up`` leaves out the fleet's ``up`` and ``verify``.
 """
 
 from __future__ import annotations
@@ -67,6 +73,10 @@ from e2e.engine import ControlPlane, PulumiWorkspace, engine_bin_dir, output_of 
 
 TARGET = 1.10
 PROGRAM_TARGET = 1.2
+SKIP_CHECKPOINTS = {"PULUMI_SKIP_CHECKPOINTS": "true"}
+"""How examples/ci/gpu_fabric_pr.py runs ``pulumi preview``: at preview the engine serializes and checks the whole
+deployment after every step, for a persister that discards it (pulumi/pulumi pkg/backend/snapshot.go,
+``defaultServiceLoop``); with this, once at the end (``unsafeServiceLoop``)."""
 
 FLOOR_PACK = {
     "PulumiPolicy.yaml": "runtime: python\nversion: 0.0.1\ndescription: the floor any Python pack pays\n",
@@ -287,6 +297,8 @@ def main() -> int:
     parser.add_argument("--pack-calls", action="store_true",
                         help="only time the pack's analyzer calls in process for the fleet at 1x and 4x (no engine)")
     parser.add_argument("--no-floor", action="store_true", help="leave out the floor pack (one policy, no reads)")
+    parser.add_argument("--no-up", action="store_true",
+                        help="leave out the fleet's pulumi up and gpu-fabric verify (about 11 minutes at 1x)")
     parser.add_argument("--baseline", type=Path,
                         help="a source root (another tree's components/) whose gpu_fabric a third variant's pack "
                              "imports, for before/after in one run")
@@ -311,16 +323,17 @@ def main() -> int:
             for name, text in FLOOR_PACK.items():
                 (floor / name).write_text(text)
 
-            def variants(stack: str) -> dict[str, tuple[list[str], dict]]:
-                chosen = {"plain preview": (["preview", "--stack", stack], {}),
-                          "preview --policy-pack": (["preview", "--stack", stack, "--policy-pack", pack], {})}
+            def variants(stack: str, env: Optional[dict] = None) -> dict[str, tuple[list[str], dict]]:
+                env = env or {}
+                chosen = {"plain preview": (["preview", "--stack", stack], env),
+                          "preview --policy-pack": (["preview", "--stack", stack, "--policy-pack", pack], env)}
                 if not args.no_floor:
                     chosen["preview --policy-pack (floor)"] = (
-                        ["preview", "--stack", stack, "--policy-pack", str(floor)], {})
+                        ["preview", "--stack", stack, "--policy-pack", str(floor)], env)
                 if args.baseline:
                     chosen["preview --policy-pack (baseline)"] = (
                         ["preview", "--stack", stack, "--policy-pack", pack],
-                        {"PYTHONPATH": str(args.baseline.resolve())})
+                        {**env, "PYTHONPATH": str(args.baseline.resolve())})
                 return chosen
 
             workspace.stack_init(args.stack)
@@ -335,6 +348,12 @@ def main() -> int:
                     met = met and ratios["preview --policy-pack"] <= TARGET
                     added[scale] = (statistics.median(figures["preview --policy-pack"]["wall"])
                                     - statistics.median(figures["plain preview"]["wall"]))
+                    skipping = alternate(workspace, variants(stack, SKIP_CHECKPOINTS), runs, warm=False)
+                    report(f"{stack} with PULUMI_SKIP_CHECKPOINTS=true (what examples/ci/gpu_fabric_pr.py previews with)",
+                           skipping)
+                    before, after = (statistics.median(group["plain preview"]["wall"]) for group in (figures, skipping))
+                    print(f"  the engine's per-step checkpoints: plain preview {before:.2f} s with them, {after:.2f} s "
+                          f"without ({before / after:.2f}x)")
                 if len(added) > 1:
                     (small, a), (large, b) = min(added.items()), max(added.items())
                     print(f"the pack's added wall: {small}x +{a:.2f} s, {large}x +{b:.2f} s "
@@ -343,8 +362,9 @@ def main() -> int:
                 print(f"fleet-x1: gpu-fabric's program against a bare program of the same {count} resources "
                       f"(plain preview, {args.fleet_runs[0]} runs each, alternating)")
                 met = program_against_bare(workspace, bare, "fleet-x1", args.fleet_runs[0]) <= PROGRAM_TARGET and met
-                print(f"fleet-x1: pulumi up against the control plane, then gpu-fabric verify ({count} resources)")
-                up_and_verify(workspace, "fleet-x1", count, plane.kubeconfig)
+                if not args.no_up:
+                    print(f"fleet-x1: pulumi up against the control plane, then gpu-fabric verify ({count} resources)")
+                    up_and_verify(workspace, "fleet-x1", count, plane.kubeconfig)
         finally:
             plane.stop()
     print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
