@@ -74,9 +74,7 @@ from e2e.engine import ControlPlane, PulumiWorkspace, engine_bin_dir, output_of 
 TARGET = 1.10
 PROGRAM_TARGET = 1.2
 SKIP_CHECKPOINTS = {"PULUMI_SKIP_CHECKPOINTS": "true"}
-"""How examples/ci/gpu_fabric_pr.py runs ``pulumi preview``: at preview the engine serializes and checks the whole
-deployment after every step, for a persister that discards it (pulumi/pulumi pkg/backend/snapshot.go,
-``defaultServiceLoop``); with this, once at the end (``unsafeServiceLoop``)."""
+"""How examples/ci/gpu_fabric_pr.py runs ``pulumi preview`` (why: its ``preview_environment``)."""
 
 FLOOR_PACK = {
     "PulumiPolicy.yaml": "runtime: python\nversion: 0.0.1\ndescription: the floor any Python pack pays\n",

@@ -43,7 +43,7 @@ def _run(command: Sequence[str], cwd: Optional[Path] = None,
     return subprocess.run(list(command), cwd=cwd, capture_output=True, text=True, check=False, env=env)
 
 
-def preview_environment(environ: Optional[dict[str, str]] = None) -> dict[str, str]:
+def preview_environment() -> dict[str, str]:
     """The environment of ``pulumi preview``: this one, with the engine's per-step checkpoints skipped.
 
     At preview the engine still keeps a snapshot manager, with a persister that discards what it is given, and
@@ -54,7 +54,7 @@ def preview_environment(environ: Optional[dict[str, str]] = None) -> dict[str, s
     end (``unsafeServiceLoop``); a preview persists nothing either way, so nothing is at stake. A 2,219-resource
     preview took 150 s, 49 s with it (benchmarks/engine_preview.py --fleet). A value the job sets itself wins.
     """
-    environment = dict(os.environ if environ is None else environ)
+    environment = dict(os.environ)
     environment.setdefault("PULUMI_SKIP_CHECKPOINTS", "true")
     return environment
 

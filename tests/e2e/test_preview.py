@@ -87,7 +87,6 @@ def test_a_binary_value_in_the_stack_file_fails_the_preview_as_render_refuses_it
     assert "gpu-fabric:index:GpuFabric" not in output, output_of(done)  # nothing registered
 
 
-
 def _decided(preview_json: str) -> tuple[list[tuple[str, str]], list[str]]:
     """What a ``pulumi preview --json`` decided: each step's operation and URN, and its diagnostics (policy
     violations among them)."""
