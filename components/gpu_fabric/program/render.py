@@ -242,8 +242,11 @@ def _own_event_loop() -> Iterator[None]:
             previous: Optional[asyncio.AbstractEventLoop] = policy.get_event_loop()
         except RuntimeError:
             previous = None
+    from gpu_fabric.program.inline_calls import InlineExecutor
+
     loop = asyncio.new_event_loop()
     loop.set_exception_handler(_unretrieved_exits_ignored)
+    loop.set_default_executor(InlineExecutor())  # the mock monitor's calls: no thread pool (see there)
     policy.set_event_loop(loop)
     try:
         yield

@@ -1,0 +1,61 @@
+"""An offline render answers the SDK's monitor calls in the event loop's thread, and renders the same as through
+a thread pool (:mod:`gpu_fabric.program.inline_calls`)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import runpy
+import threading
+
+import pytest
+
+from gpu_fabric.program import inline_calls
+from gpu_fabric.program.mocks import OfflineMocks
+from gpu_fabric.program.render import render_stack
+from support.stack_configs import PROJECT_DIR
+
+PROGRAM = str(PROJECT_DIR / "stacks" / "__main__.py")
+
+
+def _program() -> None:
+    runpy.run_path(PROGRAM, run_name="__main__")
+
+
+def test_a_call_runs_at_submission_in_the_callers_thread_and_starts_no_thread():
+    executor = inline_calls.InlineExecutor()
+    before = threading.active_count()
+    future = executor.submit(lambda a, b=0: (threading.get_ident(), a + b), 1, b=2)
+    assert future.done() and future.result() == (threading.get_ident(), 3)
+    assert threading.active_count() == before
+
+
+def test_what_a_call_raises_is_held_by_its_future_as_a_pools_worker_holds_it():
+    def refuse() -> None:
+        raise SystemExit(3)  # a program's exit inside a mocked call: the render reports it, the executor keeps it
+
+    future = inline_calls.InlineExecutor().submit(refuse)
+    assert future.done() and isinstance(future.exception(), SystemExit)
+
+
+@pytest.mark.parametrize("preview", [False, True])
+def test_the_monitors_calls_run_in_the_renders_own_thread(monkeypatch, preview):
+    threads: set[int] = set()
+    new_resource = OfflineMocks.new_resource
+
+    def noting(self, args):
+        threads.add(threading.get_ident())
+        return new_resource(self, args)
+
+    monkeypatch.setattr(OfflineMocks, "new_resource", noting)
+    result = render_stack("aws-efa", PROJECT_DIR, program=_program, preview=preview)
+    assert result.resources
+    assert threads == {threading.get_ident()}
+
+
+@pytest.mark.parametrize("stack", ["aws-efa", "seed-rdma"])
+@pytest.mark.parametrize("preview", [False, True])
+def test_a_render_is_the_same_as_with_the_sdks_thread_pool(monkeypatch, stack, preview):
+    inline = render_stack(stack, PROJECT_DIR, program=_program, preview=preview)
+    monkeypatch.setattr(inline_calls, "InlineExecutor", concurrent.futures.ThreadPoolExecutor)
+    pooled = render_stack(stack, PROJECT_DIR, program=_program, preview=preview)
+    assert inline.resources == pooled.resources
