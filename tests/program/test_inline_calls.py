@@ -3,10 +3,12 @@ a thread pool (:mod:`gpu_fabric.program.inline_calls`)."""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import runpy
 import threading
 
+import pulumi
 import pytest
 
 from gpu_fabric.program import inline_calls
@@ -38,18 +40,49 @@ def test_what_a_call_raises_is_held_by_its_future_as_a_pools_worker_holds_it():
 
 
 @pytest.mark.parametrize("preview", [False, True])
-def test_the_monitors_calls_run_in_the_renders_own_thread(monkeypatch, preview):
+def test_the_monitors_calls_run_in_the_renders_own_thread_with_no_loop_running(monkeypatch, preview):
     threads: set[int] = set()
+    running: list[object] = []
     new_resource = OfflineMocks.new_resource
 
     def noting(self, args):
         threads.add(threading.get_ident())
+        running.append(asyncio._get_running_loop())
         return new_resource(self, args)
 
     monkeypatch.setattr(OfflineMocks, "new_resource", noting)
     result = render_stack("aws-efa", PROJECT_DIR, program=_program, preview=preview)
     assert result.resources
     assert threads == {threading.get_ident()}
+    # As on a pool's worker: the mock monitor's _sync_await never pumps the program's loop from inside a call.
+    assert running and set(running) == {None}
+
+
+def test_a_program_registering_thousands_of_resources_renders_them_all():
+    # With the program's loop running during a call, each registration's serialization pumped that loop, which
+    # started the next registration inside it: 2,000 pending registrations ended in RecursionError.
+    def program() -> None:
+        for index in range(3000):
+            pulumi.CustomResource("test:index:Thing", f"thing-{index}", {"index": index})
+
+    result = render_stack("x", PROJECT_DIR, config={}, program=program)
+    assert len(result.resources) == 3000
+    assert {r.name for r in result.resources} == {f"thing-{index}" for index in range(3000)}
+
+
+def test_the_executors_own_loop_is_closed_with_the_renders_loop():
+    executor = inline_calls.InlineExecutor()
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(executor)
+
+    async def call() -> bool:
+        return await loop.run_in_executor(None, lambda: asyncio.get_event_loop().is_running())
+
+    assert loop.run_until_complete(call()) is False  # the call's current loop: the executor's, not running
+    calls_loop = executor._calls_loop
+    assert calls_loop is not None and not calls_loop.is_closed()
+    loop.close()
+    assert calls_loop.is_closed()
 
 
 @pytest.mark.parametrize("stack", ["aws-efa", "seed-rdma"])
