@@ -70,19 +70,31 @@ def test_a_program_registering_thousands_of_resources_renders_them_all():
     assert {r.name for r in result.resources} == {f"thing-{index}" for index in range(3000)}
 
 
-def test_the_executors_own_loop_is_closed_with_the_renders_loop():
+def test_a_call_leaves_the_threads_loops_as_they_were_and_its_own_closes_with_the_loop():
+    policy = asyncio.get_event_loop_policy()
+    previous = policy.get_event_loop()  # restored after: other tests' fixtures take the thread's loop
+    current = asyncio.new_event_loop()
+    policy.set_event_loop(current)  # the thread's current loop, not the one running the call
     executor = inline_calls.InlineExecutor()
     loop = asyncio.new_event_loop()
     loop.set_default_executor(executor)
 
-    async def call() -> bool:
-        return await loop.run_in_executor(None, lambda: asyncio.get_event_loop().is_running())
+    async def call() -> tuple[bool, object]:
+        running = await loop.run_in_executor(None, lambda: asyncio.get_event_loop().is_running())
+        return running, asyncio._get_running_loop()
 
-    assert loop.run_until_complete(call()) is False  # the call's current loop: the executor's, not running
-    calls_loop = executor._calls_loop
-    assert calls_loop is not None and not calls_loop.is_closed()
-    loop.close()
-    assert calls_loop.is_closed()
+    try:
+        running_in_call, running_after = loop.run_until_complete(call())
+        assert running_in_call is False  # the call's current loop: the executor's, not running
+        assert running_after is loop
+        assert policy.get_event_loop() is current
+        calls_loop = executor._calls_loop
+        assert calls_loop is not None and not calls_loop.is_closed()
+        loop.close()
+        assert calls_loop.is_closed()
+    finally:
+        policy.set_event_loop(previous)
+        current.close()
 
 
 @pytest.mark.parametrize("stack", ["aws-efa", "seed-rdma"])

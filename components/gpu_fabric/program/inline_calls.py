@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import warnings
 from typing import Any, Callable, Optional
 
 
@@ -71,27 +72,34 @@ class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
 
 
 class _WorkerThreadLoops:
-    """For the block: no loop running in this thread and ``loop`` its current one; the running loop restored after.
+    """For the block: no loop running in this thread and ``loop`` its current one; both restored after.
 
-    Entered from the running loop's own callback (``run_in_executor`` is called by a coroutine), so the thread's
-    running loop is its current loop too, and is both again after the block. Outside a running loop there is
-    nothing a call could re-enter: the thread is left as it is.
+    Outside a running loop there is nothing a call could re-enter: the thread is left as it is.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self._loop = loop
         self._running: Optional[asyncio.AbstractEventLoop] = None
+        self._current: Optional[asyncio.AbstractEventLoop] = None
 
     def __enter__(self) -> None:
         # asyncio's own accessors of the thread's running loop (asyncio.events exports them; every loop's
         # run_forever sets and clears it so): while one is set, get_event_loop answers it and a nested
         # run_until_complete refuses to start.
         self._running = asyncio._get_running_loop()
-        if self._running is not None:
-            asyncio._set_running_loop(None)
-            asyncio.get_event_loop_policy().set_event_loop(self._loop)
+        if self._running is None:
+            return
+        policy = asyncio.get_event_loop_policy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # no current loop: Python 3.12 warns, then makes one
+            try:
+                self._current = policy.get_event_loop()  # the thread's current loop, which need not be the running one
+            except RuntimeError:
+                self._current = None
+        asyncio._set_running_loop(None)
+        policy.set_event_loop(self._loop)
 
     def __exit__(self, *exc: object) -> None:
         if self._running is not None:
-            asyncio.get_event_loop_policy().set_event_loop(self._running)
+            asyncio.get_event_loop_policy().set_event_loop(self._current)
             asyncio._set_running_loop(self._running)
