@@ -50,6 +50,11 @@ before x1 3.20 / 2.99 / 3.19 s, x4 9.88 / 10.44 / 10.56 s; after x1 2.61 / 3.11 
 1.17x and 1.33x against 1.28x-1.41x before): the fork, the copy-on-write faults and the pickled report (10.6 MB at
 x4: 0.07 s to write, 0.05 s to read) stay inside the run-to-run noise.
 
+Since a render answers the SDK's monitor calls in its event loop's thread (:mod:`gpu_fabric.program.inline_calls`:
+no thread pool, no crossing of threads per call), one run each, this tree then the one before, the machine slow
+that day: x1 3.87 s against 4.90 s, x4 12.18 s against 15.00 s; fleet / bare 1.05x against 1.25x (the bare
+program registers through the SDK's thread pool, as any program under the mock runtime does).
+
 What remains is mostly the SDK's own work for what gpu-fabric registers and the bare program does
 not: typed inputs (``pulumi_kubernetes.apiextensions.CustomResource`` serialized against its input
 types, ``pulumi._types.unwrap_type``), dependency resolution of ``depends_on``, component outputs.
