@@ -348,6 +348,7 @@ render.seen = lambda what: loaded.append(what)
 render.render_stack({stack!r}, {project!r})
 print(" ".join(loaded[0].modules))
 print("pulumi_aws" in sys.modules)
+print(getattr(sys.modules.get("gpu_fabric.aws.catalog.table"), "_bundled_items", None) is not None)
 """
 
 
@@ -359,7 +360,9 @@ def test_the_first_render_starts_with_what_its_configuration_shows_it_imports(st
 
     outcome = python_code(EXPECTED.format(stack=stack, project=str(PROJECT_DIR)))
     assert outcome.returncode == 0, outcome.stderr
-    child_imported, parent_has_aws = outcome.stdout.splitlines()
+    child_imported, parent_has_aws, parent_read_the_table = outcome.stdout.splitlines()
     expected = KUBERNETES_MODULES + (AWS_POOL_MODULES if aws else ())
     assert not [name for name in child_imported.split() if name.startswith(expected)], child_imported
     assert parent_has_aws == str(aws)  # a stack without AWS pools never imports the AWS SDK
+    # The bundled EC2 table an AWS pool's render reads: read before the fork, once for every render of the process.
+    assert parent_read_the_table == str(aws)

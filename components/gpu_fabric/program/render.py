@@ -181,7 +181,7 @@ def render_stack(
         # A caller's harness (tests, benchmarks) is the caller's own code: it runs in the caller's process,
         # where what it records stays visible.
         return render()
-    expect(values)
+    expect(values, bundled_catalog=not ask_ec2)
     before_the_fork()
     try:
         with collector_paused():  # the report is unpickled here: a heap that only grows, as the render's was

@@ -62,12 +62,15 @@ KUBERNETES_MODULES = (
 """The Kubernetes SDK's modules every gpu-fabric stack registers with (namespaces, device plugins, operator objects)."""
 
 
-def expect(config: Mapping[str, Any]) -> None:
+def expect(config: Mapping[str, Any], *, bundled_catalog: bool = True) -> None:
     """Before the first render of a stack: what its configuration shows the render will import.
 
     The first render's child would import them, and the parent after it for the next: ``check`` of the four example
     stacks imported Pulumi's AWS SDK twice. A stack with a pool on AWS nodes gets the AWS components
-    (:data:`gpu_fabric.resources.fabric.AWS_POOL_MODULES`); a stack without one never imports them.
+    (:data:`gpu_fabric.resources.fabric.AWS_POOL_MODULES`); a stack without one never imports them. Such a stack's
+    offline render (``bundled_catalog``) reads its instance facts from the bundled EC2 table, read here once for
+    every render of the process (:func:`gpu_fabric.aws.catalog.table.load_bundled_items`: 16 ms of each AWS render's
+    child when each child read it again).
     """
     _seen.update(KUBERNETES_MODULES)
     pools = config.get("gpu-fabric:pools")
@@ -75,6 +78,10 @@ def expect(config: Mapping[str, Any]) -> None:
         from gpu_fabric.resources.fabric import AWS_POOL_MODULES
 
         _seen.update(AWS_POOL_MODULES)
+        if bundled_catalog:
+            from gpu_fabric.aws.catalog.table import load_bundled_items
+
+            load_bundled_items()
 
 
 def before_the_fork() -> None:
