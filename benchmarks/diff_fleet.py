@@ -7,7 +7,7 @@ command:
 
 * render: ``render_stack`` of the head, once;
 * diff: what ``gpu-fabric diff --base main --stack fleet`` does -- the base extracted with
-  ``git archive`` and rendered in a second process while the working tree renders, the two
+  ``git archive`` and rendered in a forked child while the working tree renders, the two
   compared -- then the Markdown.
 
     python benchmarks/diff_fleet.py             # both, and the ratio

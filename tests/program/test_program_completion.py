@@ -228,28 +228,22 @@ def test_check_preview_forks_its_renders_beside_the_served_pack(tmp_path):
     assert outcome.stderr == ""  # gRPC's "skipping fork() handlers" line among others
 
 
-def test_diff_never_renders_the_base_again_in_its_own_process_when_the_worker_dies(tmp_path, monkeypatch):
-    from gpu_fabric.diff import source, worker
+def test_diff_never_renders_the_base_again_in_its_own_process_when_its_child_dies(tmp_path, monkeypatch):
+    import signal
 
-    class DeadWorker:
-        def __init__(self, *args):
-            pass
+    from gpu_fabric.diff import source
 
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc_info):
-            pass
-
-        def result(self):
-            raise worker.WorkerDied("the worker process ended without an answer (exit code -9)")
+    def render_or_absent(*args):
+        if args[3] == "base":  # in the base's forked child: killed as the OOM killer would
+            os.kill(os.getpid(), signal.SIGKILL)
+        rendered.append(args[3])
+        return None, args[3]
 
     rendered: list[str] = []
-    monkeypatch.setattr(worker, "Worker", DeadWorker)
-    monkeypatch.setattr(source, "_render_or_absent", lambda *args: rendered.append(args[3]) or (None, args[3]))
+    monkeypatch.setattr(source, "_render_or_absent", render_or_absent)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     with pytest.raises(source.DiffInputError, match=r"^stack 'seed-rdma' at base main: the base was not rendered: "
-                                                    r"the worker process ended without an answer \(exit code -9\)$"):
+                                                    r"its process ended \(killed by SIGKILL\)$"):
         source._both_ends(tmp_path, "seed-rdma", "main", None, tmp_path)
     assert rendered == ["head"]
 

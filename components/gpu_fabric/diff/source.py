@@ -9,6 +9,7 @@ one-line message names the ref, the stack or the file.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import tempfile
@@ -94,7 +95,7 @@ def render_stack_at(project_dir: Path, stack: str, ref: Optional[str], *, side: 
 def render_base_and_head(
     project_dir: Path, stack: str, base_ref: str, head_ref: Optional[str]
 ) -> tuple[RenderResult, str, RenderResult, str]:
-    """Both ends of a diff: the base rendered in a second process while this one renders the head.
+    """Both ends of a diff: the base rendered in a forked child while this process renders the head.
 
     The two renders are independent and each is CPU-bound, so on two cores a diff costs little
     more than one render (``benchmarks/diff_fleet.py``). With one core they run one after the
@@ -105,8 +106,8 @@ def render_base_and_head(
     ``pulumi destroy`` shows it; the missing end is an empty render labelled so. Neither end having
     it is an error naming both.
     """
-    # Both ends extract into one folder that this process removes on every way out, after the worker
-    # has ended: a worker that is terminated, or exits with its parent, cannot clean up after itself.
+    # Both ends extract into one folder that this process removes on every way out, after the base's child
+    # has ended: a child that is killed, or ends with its parent, cannot clean up after itself.
     with tempfile.TemporaryDirectory(prefix="gpu-fabric-diff-") as folder:
         base, base_label, head, head_label = _both_ends(Path(project_dir), stack, base_ref, head_ref, Path(folder))
     if base is None and head is None:
@@ -117,31 +118,42 @@ def render_base_and_head(
 
 def _both_ends(project_dir: Path, stack: str, base_ref: str, head_ref: Optional[str],
                scratch: Path) -> tuple[Optional[RenderResult], str, Optional[RenderResult], str]:
-    """The base (in a second process, when there are two cores) and the head (here), either absent."""
+    """The base (in a forked child, when there are two cores) and the head (here), either absent.
+
+    Forked, not spawned: the child starts with what this process imported -- before the fork, what every render
+    needs (:func:`gpu_fabric.program.shared_imports.before_the_fork`) -- where a spawned interpreter imported the
+    SDKs again, about a second of CPU per diff. The child writes nothing on this process's standard output and is
+    killed as this process ends, however it ends (:func:`gpu_fabric.program.completion.start_in_child`).
+    """
     base: RenderResult | None
     head: RenderResult | None
-    if (os.cpu_count() or 1) < 2:
+    if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork"):
         base, base_label = _render_or_absent(project_dir, stack, base_ref, "base", scratch)
         head, head_label = _render_or_absent(project_dir, stack, head_ref, "head", scratch)
-    else:
-        from gpu_fabric.diff.worker import Worker, WorkerDied
+        return base, base_label, head, head_label
+    from gpu_fabric.program.completion import ProgramEnded, start_in_child
+    from gpu_fabric.program.shared_imports import before_the_fork, expect
 
-        # The worker ends with this block, however it is left (gpu_fabric.diff.worker).
-        with Worker(_render_or_absent, project_dir, stack, base_ref, "base", scratch) as worker:
+    expect({})  # the Kubernetes SDK's modules every stack registers with
+    before_the_fork()
+    # The base's child ends with this block, however it is left.
+    with start_in_child(functools.partial(_render_or_absent, project_dir, stack, base_ref, "base", scratch),
+                        ends_with_parent=True) as base_render:
+        try:
+            head, head_label = _render_or_absent(project_dir, stack, head_ref, "head", scratch)
+        except DiffInputError:
             try:
-                head, head_label = _render_or_absent(project_dir, stack, head_ref, "head", scratch)
-            except DiffInputError:
-                try:
-                    worker.result()  # the base's own problem, if any, comes first
-                except WorkerDied:
-                    pass  # no word from the base: the head's problem is the one to report
-                raise
-            try:
-                base, base_label = worker.result()
-            except WorkerDied as died:
-                # Not rendered again here: whatever ended the worker (the OOM killer, a signal) would be met
-                # again, now by the command itself; a diff is never computed against a base that did not finish.
-                raise DiffInputError(f"stack {stack!r} at base {base_ref}: the base was not rendered: {died}") from None
+                base_render.result()  # the base's own problem, if any, comes first
+            except ProgramEnded:
+                pass  # no word from the base: the head's problem is the one to report
+            raise
+        try:
+            base, base_label = base_render.result()
+        except ProgramEnded as ended:
+            # Not rendered again here: whatever ended the child (the OOM killer, a signal) would be met
+            # again, now by the command itself; a diff is never computed against a base that did not finish.
+            raise DiffInputError(f"stack {stack!r} at base {base_ref}: the base was not rendered: its process "
+                                 f"ended ({ended.how})") from None
     return base, base_label, head, head_label
 
 

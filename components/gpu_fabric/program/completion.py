@@ -33,7 +33,7 @@ import selectors
 import signal
 import struct
 import sys
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Generic, Optional, TypeVar
 
 T = TypeVar("T")
 
@@ -93,9 +93,63 @@ def run_to_completion(function: Callable[[], T]) -> T:
     """
     if not hasattr(os, "fork"):
         return function()
+    with start_in_child(function) as started:
+        return started.result()
+
+
+class Started(Generic[T]):
+    """A function running in a forked child (:func:`start_in_child`); :meth:`result` waits for its answer.
+
+    Use as a context manager: leaving the block without the answer ends the child (``SIGKILL``) and reaps it.
+    """
+
+    def __init__(self, pid: int, read_end: int):
+        self.pid = pid
+        self._read_end: Optional[int] = read_end
+
+    def result(self) -> T:
+        """What the function returned; what it raised is raised here; :class:`ProgramEnded` without a complete
+        report. Called once."""
+        if self._read_end is None:
+            raise RuntimeError("the child's answer was already taken, or the child was ended")
+        read_end, self._read_end = self._read_end, None
+        status: Optional[int] = None
+        try:
+            received, status = _collect(read_end, self.pid)
+        finally:
+            os.close(read_end)
+            if status is None:  # the parent is leaving early (an interrupt): the child goes with it
+                _kill_and_reap(self.pid)
+        kind, value = _verdict(received, self.pid, status)
+        if kind == "raised":
+            raise value
+        return value
+
+    def close(self) -> None:
+        """End the child unless its answer was taken, and reap it."""
+        if self._read_end is not None:
+            os.close(self._read_end)
+            self._read_end = None
+            _kill_and_reap(self.pid)
+
+    def __enter__(self) -> "Started[T]":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def start_in_child(function: Callable[[], T], *, ends_with_parent: bool = False) -> Started[T]:
+    """Fork a child that runs ``function()`` and reports it (where ``os.fork`` exists); this process goes on.
+
+    ``ends_with_parent``: the child writes nothing on this process's standard output (its descriptor 1 is this
+    process's standard error from its start) and is killed as this process ends, however it ends (Linux's
+    ``PR_SET_PDEATHSIG``; where that is missing, the caller's ``with`` block is the only end).
+    """
     # The child must not write again what this process has buffered.
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         _flush(stream)
+    parent = os.getpid()
     read_end, write_end = os.pipe()  # both close on exec: a program that execs leaves no writer behind
     # Ctrl-C reaches the whole process group and is the parent's (it ends the child itself, ``_kill_and_reap``).
     # SIGINT is held back across the fork so that the child ignores it from its first instruction: one that
@@ -112,20 +166,31 @@ def run_to_completion(function: Callable[[], T]) -> T:
     if pid == 0:  # pragma: no cover - the child; measured through its report
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _sigint_released(held)
+        if ends_with_parent:
+            _ends_with(parent)
         _child(function, read_end, write_end)
     _sigint_released(held)
     os.close(write_end)
-    status: Optional[int] = None
+    return Started(pid, read_end)
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _ends_with(parent: int) -> None:  # pragma: no cover - the child
+    """This child is killed when ``parent`` ends, and holds none of its standard output."""
     try:
-        received, status = _collect(read_end, pid)
-    finally:
-        os.close(read_end)
-        if status is None:  # the parent is leaving early (an interrupt): the child goes with it
-            _kill_and_reap(pid)
-    kind, value = _verdict(received, pid, status)
-    if kind == "raised":
-        raise value
-    return value
+        os.dup2(2, 1)
+    except OSError:
+        pass
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return  # not Linux: the caller's ``with`` block ends the child
+    if os.getppid() != parent:  # the parent ended before the request took effect
+        os._exit(1)
 
 
 def _sigint_held() -> bool:
