@@ -182,3 +182,49 @@ def test_a_link_planted_after_the_checks_is_not_written_through(tmp_path, monkey
     with pytest.raises(OutputError, match="a.yaml is a symbolic link; refusing to write through or over it"):
         write_output(out, {"k8s/a.yaml": "kind: Mine\n"})
     assert outside.read_text() == "keep"
+
+
+def _failing_after(monkeypatch, writes: int) -> None:
+    """Folder.write fails (a full disk) after ``writes`` successful writes of files other than the ledger."""
+    from gpu_fabric.config.safe_files import Folder
+
+    write = Folder.write
+    done = []
+
+    def failing(self, name, data, mode=0o644, *, durable=True):
+        if name != LEDGER:
+            if len(done) >= writes:
+                raise OSError(28, "No space left on device")
+            done.append(name)
+        return write(self, name, data, mode, durable=durable)
+
+    monkeypatch.setattr(Folder, "write", failing)
+
+
+def test_a_write_that_fails_part_way_leaves_every_file_it_touched_in_the_ledger(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    old = {"k8s/old.yaml": "kind: Old\n", "resources.json": "[1]\n"}
+    write_output(out, old)
+    new = {"k8s/a.yaml": "kind: A\n", "k8s/b.yaml": "kind: B\n", "resources.json": "[2]\n"}
+    with monkeypatch.context() as patched:
+        _failing_after(patched, 1)
+        with pytest.raises(OSError):
+            write_output(out, new)
+    assert (out / "k8s" / "a.yaml").read_text() == "kind: A\n"  # written before the failure
+    assert set(json.loads((out / LEDGER).read_text())) == set(old) | set(new)
+    # The next render with other files takes over what the failed one left: nothing is refused as foreign.
+    newer = {"k8s/b.yaml": "kind: B2\n", "resources.json": "[3]\n"}
+    write_output(out, newer)
+    assert json.loads((out / LEDGER).read_text()) == sorted(newer)
+    assert not (out / "k8s" / "a.yaml").exists() and not (out / "k8s" / "old.yaml").exists()
+    assert (out / "k8s" / "b.yaml").read_text() == "kind: B2\n"
+
+
+def test_only_the_ledger_is_synced_to_disk_however_many_files_a_render_writes(tmp_path, monkeypatch):
+    import os
+
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    write_output(tmp_path / "out", {f"k8s/object-{i}.yaml": f"kind: K{i}\n" for i in range(50)})
+    assert len(synced) == 2  # the ledger, before the files (every file it may leave) and after them

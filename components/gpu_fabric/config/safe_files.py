@@ -180,8 +180,13 @@ class Folder:
         finally:
             os.close(fd)
 
-    def write(self, name: str, data: bytes, mode: int = 0o644) -> None:
-        """Replace ``name`` with ``data`` in one rename; refuse when a link, folder, FIFO or device is there."""
+    def write(self, name: str, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
+        """Replace ``name`` with ``data`` in one rename; refuse when a link, folder, FIFO or device is there.
+
+        ``durable``: the data reaches the disk (``fsync``) before the rename, so that a power loss leaves the old
+        file or the whole new one. ``False`` leaves that to the kernel, for files that are written again at will
+        (a render's manifests: ``gpu_fabric.cli.render_output``); the rename still shows readers one or the other.
+        """
         _one_component(name)
         where = self.path / name
         existing = self.kind(name)
@@ -194,7 +199,8 @@ class Folder:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
-                os.fsync(fd)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(temporary, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
