@@ -228,3 +228,16 @@ def test_only_the_ledger_is_synced_to_disk_however_many_files_a_render_writes(tm
     monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
     write_output(tmp_path / "out", {f"k8s/object-{i}.yaml": f"kind: K{i}\n" for i in range(50)})
     assert len(synced) == 2  # the ledger, before the files (every file it may leave) and after them
+
+
+def test_a_render_of_files_the_ledger_already_lists_syncs_the_ledger_once(tmp_path, monkeypatch):
+    import os
+
+    files = {f"k8s/object-{i}.yaml": f"kind: K{i}\n" for i in range(5)}
+    write_output(tmp_path / "out", files)
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    write_output(tmp_path / "out", {**files, "k8s/object-0.yaml": "kind: Changed\n"})
+    assert len(synced) == 1  # the ledger on disk already lists every file the writes may leave
+    assert (tmp_path / "out" / "k8s" / "object-0.yaml").read_text() == "kind: Changed\n"

@@ -109,17 +109,7 @@ def dump_all(documents) -> str:
     return "---\n".join(dump(dict(document)) for document in documents)
 
 
-_RESOURCES: dict[str, list] = {}
 _RENDERED: dict[str, tuple] = {}
-
-
-def pack_resources(case: Case, folder: Path) -> list:
-    """The rendered stack's resources as the pack sees them, plus the case's manifests, with its edits applied.
-
-    Built once per case and process: ``pack`` and ``pack-grpc`` judge the same resources."""
-    if case.id not in _RESOURCES:
-        _RESOURCES[case.id] = _pack_resources(case, folder)
-    return _RESOURCES[case.id]
 
 
 def rendered_stack(case: Case, folder: Path) -> tuple:
@@ -142,7 +132,8 @@ def rendered_stack(case: Case, folder: Path) -> tuple:
     return _RENDERED[key]
 
 
-def _pack_resources(case: Case, folder: Path) -> list:
+def pack_resources(case: Case, folder: Path) -> list:
+    """The rendered stack's resources as the pack sees them, plus the case's manifests, with its edits applied."""
     from support.policy_helpers import k8s, replace_props
 
     resources = list(rendered_stack(case, folder))

@@ -9,8 +9,8 @@ A ledger (``DIR/.gpu-fabric-render``) lists the files the previous render wrote.
   leaves empty;
 * writes its files and the new ledger.
 
-Only the ledger is written durably (``fsync`` before its rename), twice: first listing the previous render's files
-and the new ones, then the new ones alone. The manifests are not: a render writes them again at will, and a
+Only the ledger is written durably (``fsync`` before its rename): first listing the previous render's files and the
+new ones (unless the ledger on disk lists every new one already), then the new ones alone. The manifests are not: a render writes them again at will, and a
 ``fsync`` each cost the 2,138-file fleet of ``benchmarks/render_fleet.py`` 1.3 to 1.6 s of a 0.2 s write on this
 project's 2-core machine. Whatever a power loss or a failed write leaves half-written is listed in the ledger on
 disk, so the next render replaces or removes it instead of refusing it as a file gpu-fabric did not write.
@@ -166,7 +166,8 @@ def write_output(out: Path, files: Mapping[str, str]) -> None:
             problems = _problems(folder, planned, previous)
             if problems:
                 raise OutputError("; ".join(problems))
-            _write_ledger(folder, previous | set(planned))  # every file the writes below may leave behind
+            if not set(planned) <= previous or folder.kind(LEDGER) is None:
+                _write_ledger(folder, previous | set(planned))  # every file the writes below may leave behind
             for stale in sorted(previous - set(planned), reverse=True):
                 _remove_stale(folder, stale)
             for relative, text in sorted(planned.items()):
