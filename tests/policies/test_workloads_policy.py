@@ -50,3 +50,55 @@ def test_the_pack_judges_a_programs_workload_against_the_dra_stack_it_lands_on()
     assert found == [("two", "workload-node-capacity"), ("untolerated", "workload-lands-on-no-pool")]
     queue = sorted(f.subject.name for _, f in kueue_policy.workload_findings([*stack, planted(two)]))
     assert queue == ["two"]
+
+
+def _a_mistake_of_each_severity():
+    wrong = pod_spec()
+    del wrong["containers"][0]["resources"]["limits"]["hugepages-2Mi"]
+    dead = with_container(env=[{"name": "NCCL_IB_HCA", "value": "x"}])
+    return [*_kueue_pools(), k8s(wrap("Deployment", wrong), name="wrong"), k8s(wrap("StatefulSet", dead), name="dead")]
+
+
+def _counting_judgements(monkeypatch) -> list[int]:
+    from gpu_fabric.policies import workloads
+
+    judged: list[int] = []
+    original = workloads.workload_findings
+    monkeypatch.setattr(workloads, "workload_findings", lambda resources: judged.append(len(resources)) or original(resources))
+    return judged
+
+
+def _seen(violations):
+    return [(v.policy, v.enforcement, v.message, v.urn) for v in violations]
+
+
+def test_both_policies_report_one_judgement_of_a_run(monkeypatch):
+    """The mandatory and the advisory policy report the errors and the warnings of one judgement per run."""
+    from gpu_fabric.policies import runner
+
+    resources = _a_mistake_of_each_severity()
+    alone = _seen(runner.run_policy(fabric_workloads, resources) + runner.run_policy(fabric_workloads_advisory, resources))
+    assert {v[0] for v in alone} == {"fabric-workloads", "fabric-workloads-advisory"}
+    judged = _counting_judgements(monkeypatch)
+    assert _seen(runner.run_policies([fabric_workloads, fabric_workloads_advisory], resources)) == alone
+    assert judged == [len(resources)]
+    # The next run, over other resources, is judged again: nothing outlives a run.
+    fewer = resources[:-1]
+    assert _seen(runner.run_policies([fabric_workloads, fabric_workloads_advisory], fewer)) == _seen(
+        runner.run_policy(fabric_workloads, fewer) + runner.run_policy(fabric_workloads_advisory, fewer))
+    assert judged[:2] == [len(resources), len(fewer)]
+
+
+def test_the_served_pack_judges_the_workloads_once_per_analyze_stack_call(monkeypatch):
+    from gpu_fabric.policies.analyzer_calls import share_decoding_per_call
+    from gpu_fabric.policies.over_grpc import analyze_stack_request, served_pack
+
+    resources = _a_mistake_of_each_severity()
+    share_decoding_per_call()
+    judged = _counting_judgements(monkeypatch)
+    with served_pack() as stub:
+        first = stub.AnalyzeStack(analyze_stack_request(resources))
+        second = stub.AnalyzeStack(analyze_stack_request(resources))
+    assert judged == [len(resources), len(resources)]
+    assert {d.policyName for d in first.diagnostics} >= {"fabric-workloads", "fabric-workloads-advisory"}
+    assert list(first.diagnostics) == list(second.diagnostics)

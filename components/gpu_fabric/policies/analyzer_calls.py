@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import pulumi_policy.policy as _analyzer_module
 from google.protobuf import json_format as _json_format
@@ -39,6 +39,7 @@ class CallScope:
     def __init__(self) -> None:
         self.made: dict[tuple[str, int], tuple[Any, Any]] = {}  # (what, id(argument)) -> (argument, result)
         self.resources: dict[tuple[str, str], Any] = {}  # plan.resource_view.Resource
+        self.judged: dict[str, tuple[tuple[Any, ...], Any]] = {}  # what -> (the resources judged, result)
 
     def once(self, what: str, argument: Any, make: Callable[[Any], Any]) -> Any:
         """``make(argument)``, made once in this call for the same ``argument`` object (the argument is kept, so
@@ -48,6 +49,22 @@ class CallScope:
         if made is None or made[0] is not argument:
             made = self.made[key] = (argument, make(argument))
         return made[1]
+
+    def judged_once(self, what: str, resources: Sequence[Any], judge: Callable[[Sequence[Any]], Any]) -> Any:
+        """``judge(resources)``, judged once in this call while the same resource objects come in, in the same order.
+
+        Two policies that report one judgement by severity (``fabric-workloads`` and its advisory twin) each get
+        a list of their own from the servicer, but the same plain resources (:func:`stack_resources`, one per
+        URN per call): the judgement is made for the first and handed to the second. What it returns is shared,
+        so callers only read it.
+        """
+        held = tuple(resources)
+        kept = self.judged.get(what)
+        if kept is not None and len(kept[0]) == len(held) and all(a is b for a, b in zip(kept[0], held)):
+            return kept[1]
+        result = judge(held)
+        self.judged[what] = (held, result)
+        return result
 
 
 _calls = threading.local()
