@@ -67,3 +67,21 @@ def test_a_run_inside_an_analyzer_call_uses_that_calls_scope():
             assert inner is outer
         assert current_scope() is outer
     assert current_scope() is None
+
+
+@pytest.mark.parametrize("stack", ["seed-rdma", "aws-efa"])
+def test_the_transfer_analysis_and_the_efa_domains_are_made_once_per_run(monkeypatch, stack):
+    """Three policies read the operator's transfer analysis and two the EFA domains: one of each per run, the same
+    findings as each policy run alone (test_every_policy_finds_in_one_run_what_it_finds_run_alone)."""
+    from gpu_fabric.policies import efa_domains, transfer_report
+
+    resources = [r.policy_resource() for r in render_stack(stack, PROJECT_DIR).resources]
+    made: list[str] = []
+    analyze, domains = transfer_report.analyze, efa_domains.stack_domains
+    monkeypatch.setattr(transfer_report, "analyze", lambda *a, **k: made.append("analysis") or analyze(*a, **k))
+    monkeypatch.setattr(efa_domains, "stack_domains", lambda r: made.append("domains") or domains(r))
+    runner.run_policies(ALL_POLICIES, resources)
+    assert sorted(made) == ["analysis", "domains"]
+    made.clear()
+    runner.run_policies(ALL_POLICIES, resources)  # a new run decides again
+    assert sorted(made) == ["analysis", "domains"]

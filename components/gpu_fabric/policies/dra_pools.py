@@ -71,16 +71,14 @@ def dra_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
 
 
 def _member_findings(resources: Sequence[Resource], pools: Sequence[Any]) -> list[tuple[str, Finding]]:
-    from gpu_fabric.gpustack.admission_pipeline import analyze
-    from gpu_fabric.plan.resource_view import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
+    from gpu_fabric.plan.resource_view import gpustack_objects
+    from gpu_fabric.policies.transfer_report import stack_transfer_report
 
     objects = gpustack_objects(list(resources))
     backends = {r.object_name: r.urn for r in objects if r.kind == "KVCacheBackend"}
-    profile, _ = stack_operator(list(resources))
-    if not backends or profile is None:
+    report = stack_transfer_report(resources) if backends else None
+    if report is None:
         return []
-    report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(list(resources)),
-                     default_namespace=DEFAULT_NAMESPACE, operator=profile)
     return [(backends.get(grant.backend, ""), finding) for grant in report.member_grants
             for finding in member_plugin_key_findings(grant, pools)]
 

@@ -13,7 +13,7 @@ member group whose selector reaches no pool of its fabric.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
@@ -21,16 +21,26 @@ from gpu_fabric.config.shapes import rests_on_unknown
 from gpu_fabric.plan.efa_domains.derivation import shared_security_group_findings
 from gpu_fabric.plan.efa_domains.from_resources import shared_security_groups, stack_domains
 from gpu_fabric.plan.efa_domains.rules import DOMAIN_MEMBER_SELECTOR, EC2_EFA_LIMITS, POLICY as DOMAIN_POLICY
-from gpu_fabric.plan.resource_view import KUEUE_POOL_TYPE, NODE_GROUP_TYPE, gpustack_objects, pool_facts
+from gpu_fabric.plan.efa_domains.derivation import DomainAnalysis
+from gpu_fabric.plan.resource_view import KUEUE_POOL_TYPE, NODE_GROUP_TYPE, Resource, gpustack_objects, pool_facts
+from gpu_fabric.policies.analyzer_calls import current_scope
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.reporting import report_finding
+
+
+def _domains(resources: Sequence[Resource]) -> tuple[DomainAnalysis, dict[str, str]]:
+    """The stack's domains, derived once per analyzer call for both policies (placement, security group)."""
+    scope = current_scope()
+    if scope is None:
+        return stack_domains(resources)
+    return scope.judged_once("efa-domains", resources, stack_domains)
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:
     resources = stack_resources(args)
     if not gpustack_objects(resources):
         return
-    analysis, urns = stack_domains(resources)
+    analysis, urns = _domains(resources)
     objects = {f"KVCacheBackend {r.object_name} ": r.urn for r in gpustack_objects(resources) if r.kind == "KVCacheBackend"}
     # A pool whose name or fabric is unknown at preview may be the one a member group selects: "selects
     # no pool of its fabric" waits for it.
@@ -69,7 +79,7 @@ def _validate_security_groups(args: StackValidationArgs, report_violation: Any) 
     resources = stack_resources(args)
     if not gpustack_objects(resources):
         return
-    analysis, _ = stack_domains(resources)
+    analysis, _ = _domains(resources)
     node_groups = {r.name: r for r in resources if r.type == NODE_GROUP_TYPE}
     for domain in analysis.domains:
         if domain.fabric != "efa":

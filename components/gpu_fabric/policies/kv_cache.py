@@ -15,13 +15,13 @@ from typing import Any, Sequence
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, StackValidationPolicy
 
 from gpu_fabric.findings import Finding
-from gpu_fabric.gpustack.admission_pipeline import analyze
 from gpu_fabric.plan.kv_cache_references import router_findings, unreferenced_findings
 from gpu_fabric.plan.transport_fabric import KV_MEMBER_TRANSPORT_FABRIC, member_findings, role_leg_findings, shared_node_findings
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.plan.resource_view import pool_facts, Resource
 from gpu_fabric.policies.reporting import report_finding
-from gpu_fabric.plan.resource_view import DEFAULT_NAMESPACE, gpustack_objects, manufacturers_of_pools, stack_operator
+from gpu_fabric.policies.transfer_report import stack_transfer_report
+from gpu_fabric.plan.resource_view import DEFAULT_NAMESPACE, gpustack_objects
 
 
 def kv_cache_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]]:
@@ -30,11 +30,9 @@ def kv_cache_findings(resources: Sequence[Resource]) -> list[tuple[str, Finding]
     if not objects:
         return []
     pools = pool_facts(resources)
-    profile, _ = stack_operator(list(resources))
-    if profile is None:
+    report = stack_transfer_report(resources)
+    if report is None:
         return []  # the transfer-path policy reports the operator version problem
-    report = analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(list(resources)),
-                     default_namespace=DEFAULT_NAMESPACE, operator=profile)
     backends = {r.object_name: r.urn for r in objects if r.kind == "KVCacheBackend"}
     deployments = {(r.namespace or DEFAULT_NAMESPACE, r.object_name): r.urn for r in objects if r.kind == "ModelDeployment"}
     found: list[tuple[str, Finding]] = []

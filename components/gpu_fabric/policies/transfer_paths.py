@@ -24,17 +24,18 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs, Stack
 from gpu_fabric.config.shapes import as_mapping, is_unknown, unknown_paths
 from gpu_fabric.findings import Finding, ObjectRef
 from gpu_fabric.gpustack.profiles import stand_in_findings
-from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP, analyze
+from gpu_fabric.gpustack.admission_pipeline import GPUSTACK_GROUP
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.plan.resource_view import (
     DEFAULT_NAMESPACE,
     Resource,
     gpustack_objects,
-    manufacturers_of_pools,
     miscased_gpustack_objects,
     stack_operator,
 )
 from gpu_fabric.policies.reporting import report_finding
+from gpu_fabric.policies.transfer_report import stack_transfer_report
+
 
 def object_key(kind: str, namespace: str | None, name: str) -> tuple[str, str, str]:
     """Identity of a GPUStack object; cluster-scoped kinds have no namespace."""
@@ -100,15 +101,13 @@ def transfer_findings(resources: list[Resource]) -> list[tuple[Finding, str | No
     if not objects and not miscased:
         return []
     urns: Mapping[tuple[str, str, str], str] = {_key_of(r): r.urn for r in [*miscased, *objects]}
-    profile, _ = stack_operator(resources)
-    if profile is None:
+    report = stack_transfer_report(resources, with_miscased=True)
+    if report is None:
         return []
     unidentified = any(f":{GPUSTACK_GROUP}/" in r.type and r not in objects for r in resources)
     waiting = waiting_objects(objects, unidentified)
     # An object whose name or namespace is unknown is named by the analysis as its manifest holds them.
     waiting |= {_analysis_key(r) for r in objects if _key_of(r) in waiting}
-    report = analyze([dict(r.props) for r in [*objects, *miscased]], manufacturers=manufacturers_of_pools(resources),
-                     default_namespace=DEFAULT_NAMESPACE, operator=profile)
     found: list[tuple[Finding, str | None]] = []
     for finding in report.errors:
         if finding.subject is None:
