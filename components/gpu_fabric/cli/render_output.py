@@ -166,13 +166,14 @@ def write_output(out: Path, files: Mapping[str, str]) -> None:
             problems = _problems(folder, planned, previous)
             if problems:
                 raise OutputError("; ".join(problems))
-            if not set(planned) <= previous or folder.kind(LEDGER) is None:
-                _write_ledger(folder, previous | set(planned))  # every file the writes below may leave behind
-            for stale in sorted(previous - set(planned), reverse=True):
+            planned_files = set(planned)
+            if not planned_files <= previous or folder.kind(LEDGER) is None:
+                _write_ledger(folder, previous | planned_files)  # every file the writes below may leave behind
+            for stale in sorted(previous - planned_files, reverse=True):
                 _remove_stale(folder, stale)
             for relative, text in sorted(planned.items()):
                 with folder.walk(relative, create=True) as parent:
                     parent.write(relative.name, text.encode("utf-8"), durable=False)
-            _write_ledger(folder, set(planned))
+            _write_ledger(folder, planned_files)
     except UnsafeFileError as error:
         raise OutputError(str(error)) from None

@@ -22,7 +22,8 @@ from pulumi_policy.policy import _PolicyAnalyzerServicer
 
 from gpu_fabric.interpreter.collector import collector_paused
 
-__all__ = ["CallScope", "call_scope", "current_scope", "decode_non_finite_numbers", "share_decoding_per_call"]
+__all__ = ["CallScope", "call_scope", "current_scope", "decode_non_finite_numbers", "judged_once",
+           "share_decoding_per_call"]
 
 
 class CallScope:
@@ -53,10 +54,10 @@ class CallScope:
     def judged_once(self, what: str, resources: Sequence[Any], judge: Callable[[Sequence[Any]], Any]) -> Any:
         """``judge(resources)``, judged once in this call while the same resource objects come in, in the same order.
 
-        Two policies that report one judgement by severity (``fabric-workloads`` and its advisory twin) each get
-        a list of their own from the servicer, but the same plain resources (:func:`stack_resources`, one per
-        URN per call): the judgement is made for the first and handed to the second. What it returns is shared,
-        so callers only read it.
+        Policies that read one judgement of the stack (``fabric-workloads`` and its advisory twin, each reporting
+        one severity; the transfer analysis; the EFA domains) each get a list of their own from the servicer, but
+        the same plain resources (:func:`stack_resources`, one per URN per call): the judgement is made for the
+        first and handed to the others. What it returns is shared, so callers only read it.
         """
         held = tuple(resources)
         kept = self.judged.get(what)
@@ -73,6 +74,13 @@ _calls = threading.local()
 
 def current_scope() -> Optional[CallScope]:
     return getattr(_calls, "scope", None)
+
+
+def judged_once(what: str, resources: Sequence[Any], judge: Callable[[Sequence[Any]], Any]) -> Any:
+    """``judge(resources)``, once per call for the same resources where a call is open (:meth:`CallScope.judged_once`);
+    outside one, judged each time."""
+    scope = current_scope()
+    return judge(resources) if scope is None else scope.judged_once(what, resources, judge)
 
 
 @contextlib.contextmanager

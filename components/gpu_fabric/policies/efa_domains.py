@@ -23,17 +23,14 @@ from gpu_fabric.plan.efa_domains.from_resources import shared_security_groups, s
 from gpu_fabric.plan.efa_domains.rules import DOMAIN_MEMBER_SELECTOR, EC2_EFA_LIMITS, POLICY as DOMAIN_POLICY
 from gpu_fabric.plan.efa_domains.derivation import DomainAnalysis
 from gpu_fabric.plan.resource_view import KUEUE_POOL_TYPE, NODE_GROUP_TYPE, Resource, gpustack_objects, pool_facts
-from gpu_fabric.policies.analyzer_calls import current_scope
+from gpu_fabric.policies.analyzer_calls import judged_once
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.policies.reporting import report_finding
 
 
 def _domains(resources: Sequence[Resource]) -> tuple[DomainAnalysis, dict[str, str]]:
     """The stack's domains, derived once per analyzer call for both policies (placement, security group)."""
-    scope = current_scope()
-    if scope is None:
-        return stack_domains(resources)
-    return scope.judged_once("efa-domains", resources, stack_domains)
+    return judged_once("efa-domains", resources, stack_domains)
 
 
 def _validate(args: StackValidationArgs, report_violation: Any) -> None:

@@ -20,35 +20,23 @@ from gpu_fabric.plan.resource_view import (
     miscased_gpustack_objects,
     stack_operator,
 )
-from gpu_fabric.policies.analyzer_calls import current_scope
+from gpu_fabric.policies.analyzer_calls import judged_once
 
 
 def stack_transfer_report(resources: Sequence[Resource], *, with_miscased: bool = False) -> Optional[TransferReport]:
     """The analysis of the stack's GPUStack objects (``with_miscased``: also the objects whose group or kind is
     miscased, which the API server would take as another kind); ``None`` where the stack names no operator
     gpu-fabric knows (the transfer-path policy reports that)."""
-    if with_miscased and miscased_gpustack_objects(list(resources)):
-        return _judged("transfer-report-with-miscased", resources, _with_miscased)
-    return _judged("transfer-report", resources, _without_miscased)
+    miscased = miscased_gpustack_objects(list(resources)) if with_miscased else []
+    # Without miscased objects both ask for the same analysis, and share it.
+    what = "transfer-report-with-miscased" if miscased else "transfer-report"
+    return judged_once(what, resources, lambda judged: _analysis(list(judged), miscased))
 
 
-def _judged(what: str, resources: Sequence[Resource], judge) -> Optional[TransferReport]:
-    scope = current_scope()
-    return judge(resources) if scope is None else scope.judged_once(what, resources, judge)
-
-
-def _without_miscased(resources: Sequence[Resource]) -> Optional[TransferReport]:
-    return _analysis(list(resources), gpustack_objects(list(resources)))
-
-
-def _with_miscased(resources: Sequence[Resource]) -> Optional[TransferReport]:
-    listed = list(resources)
-    return _analysis(listed, [*gpustack_objects(listed), *miscased_gpustack_objects(listed)])
-
-
-def _analysis(resources: list[Resource], objects: list[Resource]) -> Optional[TransferReport]:
+def _analysis(resources: list[Resource], miscased: list[Resource]) -> Optional[TransferReport]:
     profile, _ = stack_operator(resources)
     if profile is None:
         return None
+    objects = [*gpustack_objects(resources), *miscased]
     return analyze([dict(r.props) for r in objects], manufacturers=manufacturers_of_pools(resources),
                    default_namespace=DEFAULT_NAMESPACE, operator=profile)

@@ -24,7 +24,7 @@ from gpu_fabric.kube.workloads import judge_workloads, pool_finding_line
 from gpu_fabric.policies.reporting import report_finding
 from gpu_fabric.config.shapes import rests_on_unknown
 from gpu_fabric.kube.pod_templates import WorkloadShapeError, pod_spec_of
-from gpu_fabric.policies.analyzer_calls import current_scope
+from gpu_fabric.policies.analyzer_calls import judged_once
 from gpu_fabric.policies.engine_wire import stack_resources
 from gpu_fabric.plan.resource_view import kubernetes_objects, pool_facts, PoolFacts, Resource
 
@@ -80,17 +80,9 @@ def _rests_on_volumes(finding: Finding) -> bool:
     return any(segment in ("volumeMounts", "volumes") for segment in finding.path.segments)
 
 
-def _stack_workload_findings(args: StackValidationArgs) -> list[tuple[str, Finding]]:
-    """The stack's workload findings, judged once per analyzer call for both policies (each reports one severity)."""
-    resources = stack_resources(args)
-    scope = current_scope()
-    if scope is None:
-        return workload_findings(resources)
-    return scope.judged_once("fabric-workloads", resources, workload_findings)
-
-
 def _report(severity: Verdict, args: StackValidationArgs, report_violation: Any) -> None:
-    for urn, finding in _stack_workload_findings(args):
+    # One judgement per analyzer call for both policies, each reporting its severity.
+    for urn, finding in judged_once("fabric-workloads", stack_resources(args), workload_findings):
         if finding.severity is severity:
             report_finding(report_violation, finding, pool_finding_line(finding), urn)
 
